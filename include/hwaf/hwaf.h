@@ -1,0 +1,42 @@
+/*
+ * hwaf: public names for applications and tests.
+ *
+ * Everything an application can ask the hwaf provider for is reachable
+ * through the ordinary OpenSSL parameter API; this header only spells the
+ * names so that callers do not have to repeat string literals.
+ */
+#ifndef HWAF_HWAF_H
+#define HWAF_HWAF_H
+
+#define HWAF_PROVIDER_NAME "hwaf"
+
+/* Properties carried by every implementation (besides provider=hwaf). */
+#define HWAF_PROP_HW "hw"                  /* "yes" | "no" */
+#define HWAF_PROP_BACKEND "hwaf.backend"   /* "afalg" | "devcrypto" */
+
+/*
+ * Gettable parameters of a cipher context (EVP_CIPHER_CTX_get_params) and of
+ * a digest context (EVP_MD_CTX_get_params).
+ */
+#define HWAF_PARAM_DRIVER "hwaf-driver"    /* utf8 string: kernel driver name */
+#define HWAF_PARAM_BACKEND "hwaf-backend"  /* utf8 string: "afalg" | "devcrypto" */
+#define HWAF_PARAM_HW "hwaf-hw"            /* int: 1 when the driver runs off the CPU */
+
+/*
+ * Gettable parameters of the provider (OSSL_PROVIDER_get_params).
+ * The status strings are "usable" or a sentence saying why not.
+ */
+#define HWAF_PARAM_AFALG_STATUS "hwaf-afalg-status"         /* utf8 string */
+#define HWAF_PARAM_DEVCRYPTO_STATUS "hwaf-devcrypto-status" /* utf8 string */
+/*
+ * One line per offered implementation:
+ *   "<OpenSSL name> <backend> <kernel driver> hw=<yes|no>\n"
+ */
+#define HWAF_PARAM_ALGORITHMS "hwaf-algorithms"             /* utf8 string */
+/* Counters of work handed to each backend since the module was loaded. */
+#define HWAF_PARAM_AFALG_OPS "hwaf-afalg-ops"               /* uint64 */
+#define HWAF_PARAM_AFALG_BYTES "hwaf-afalg-bytes"           /* uint64 */
+#define HWAF_PARAM_DEVCRYPTO_OPS "hwaf-devcrypto-ops"       /* uint64 */
+#define HWAF_PARAM_DEVCRYPTO_BYTES "hwaf-devcrypto-bytes"   /* uint64 */
+
+#endif

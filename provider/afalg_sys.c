@@ -1,0 +1,286 @@
+/* System-call helpers for AF_ALG and the kernel's crypto registry. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <linux/if_alg.h>
+#include <linux/netlink.h>
+#include <linux/cryptouser.h>
+#include "afalg_sys.h"
+
+#ifndef AF_ALG
+#define AF_ALG 38
+#endif
+#ifndef SOL_ALG
+#define SOL_ALG 279
+#endif
+
+int afalg_bind(const char *type, const char *name)
+{
+    struct sockaddr_alg sa;
+    int fd, err;
+
+    if (strlen(type) >= sizeof(sa.salg_type) || strlen(name) >= sizeof(sa.salg_name))
+        return -ENAMETOOLONG;
+    memset(&sa, 0, sizeof(sa));
+    sa.salg_family = AF_ALG;
+    strcpy((char *)sa.salg_type, type);
+    strcpy((char *)sa.salg_name, name);
+    fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        err = errno;
+        close(fd);
+        return -err;
+    }
+    return fd;
+}
+
+int afalg_setkey(int tfm, const unsigned char *key, size_t keylen)
+{
+    if (setsockopt(tfm, SOL_ALG, ALG_SET_KEY, key, (socklen_t)keylen) != 0)
+        return -errno;
+    return 0;
+}
+
+int afalg_accept(int fd)
+{
+    int op = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+    return op < 0 ? -errno : op;
+}
+
+size_t afalg_grow_sndbuf(int fd, size_t want)
+{
+    int val = (int)want;
+    socklen_t len = sizeof(val);
+
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &val, sizeof(val));
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &val, &len) != 0 || val < 0)
+        return 0;
+    return (size_t)val;
+}
+
+ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
+                      const void *in, size_t len, int more)
+{
+    /* Room for ALG_SET_OP and ALG_SET_IV with a 16-byte IV. */
+    union {
+        char buf[CMSG_SPACE(sizeof(__u32)) + CMSG_SPACE(sizeof(struct af_alg_iv) + 16)];
+        struct cmsghdr align;
+    } cbuf;
+    struct msghdr msg;
+    struct cmsghdr *c;
+    struct iovec iov;
+    ssize_t n;
+
+    if (ivlen > 16)
+        return -EINVAL;
+    memset(&cbuf, 0, sizeof(cbuf));
+    memset(&msg, 0, sizeof(msg));
+    iov.iov_base = (void *)in;
+    iov.iov_len = len;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.buf;
+    msg.msg_controllen = CMSG_SPACE(sizeof(__u32))
+        + (iv != NULL ? CMSG_SPACE(sizeof(struct af_alg_iv) + ivlen) : 0);
+
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_ALG;
+    c->cmsg_type = ALG_SET_OP;
+    c->cmsg_len = CMSG_LEN(sizeof(__u32));
+    *(__u32 *)CMSG_DATA(c) = enc ? ALG_OP_ENCRYPT : ALG_OP_DECRYPT;
+    if (iv != NULL) {
+        struct af_alg_iv *aiv;
+
+        c = CMSG_NXTHDR(&msg, c);
+        c->cmsg_level = SOL_ALG;
+        c->cmsg_type = ALG_SET_IV;
+        c->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + ivlen);
+        aiv = (struct af_alg_iv *)CMSG_DATA(c);
+        aiv->ivlen = (__u32)ivlen;
+        memcpy(aiv->iv, iv, ivlen);
+    }
+    n = sendmsg(op, &msg, more ? MSG_MORE : 0);
+    return n < 0 ? -errno : n;
+}
+
+int afalg_send_all(int op, const void *in, size_t len, int more)
+{
+    const unsigned char *p = in;
+
+    while (len > 0) {
+        ssize_t n = send(op, p, len, more ? MSG_MORE : 0);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int afalg_read_all(int op, void *out, size_t len)
+{
+    unsigned char *p = out;
+
+    while (len > 0) {
+        ssize_t n = read(op, p, len);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void field(const char *line, const char *key, char *dst, size_t dstlen)
+{
+    size_t kl = strlen(key);
+    const char *v;
+
+    if (strncmp(line, key, kl) != 0 || (line[kl] != ' ' && line[kl] != ':'))
+        return;
+    v = strchr(line, ':');
+    if (v == NULL)
+        return;
+    v++;
+    while (*v == ' ')
+        v++;
+    snprintf(dst, dstlen, "%.*s", (int)strcspn(v, "\n"), v);
+}
+
+static int type_in(const char *type, const char *types)
+{
+    size_t tl = strlen(type);
+    const char *p = types;
+
+    if (tl == 0)
+        return 0;
+    while ((p = strstr(p, type)) != NULL) {
+        if ((p == types || p[-1] == ' ') && (p[tl] == ' ' || p[tl] == '\0'))
+            return 1;
+        p += tl;
+    }
+    return 0;
+}
+
+int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
+                      int max)
+{
+    FILE *f = fopen("/proc/crypto", "re");
+    char line[256], v[128];
+    afalg_reginfo cur;
+    int n = 0, have = 0, eof = 0;
+
+    if (f == NULL)
+        return -errno;
+    memset(&cur, 0, sizeof(cur));
+    while (!eof) {
+        eof = fgets(line, sizeof(line), f) == NULL;
+        if (eof || line[0] == '\n') {
+            if (have && n < max && strcmp(cur.name, name) == 0
+                && type_in(cur.type, types) && !cur.internal)
+                out[n++] = cur;
+            memset(&cur, 0, sizeof(cur));
+            have = 0;
+            continue;
+        }
+        if (!have) {
+            cur.priority = -1;
+            cur.async = -1;
+            cur.selftest_ok = 1;
+            have = 1;
+        }
+        field(line, "name", cur.name, sizeof(cur.name));
+        field(line, "driver", cur.driver, sizeof(cur.driver));
+        field(line, "module", cur.module, sizeof(cur.module));
+        field(line, "type", cur.type, sizeof(cur.type));
+        v[0] = '\0';
+        field(line, "priority", v, sizeof(v));
+        if (v[0] != '\0')
+            cur.priority = atoi(v);
+        v[0] = '\0';
+        field(line, "async", v, sizeof(v));
+        if (v[0] != '\0')
+            cur.async = strcmp(v, "yes") == 0;
+        v[0] = '\0';
+        field(line, "internal", v, sizeof(v));
+        if (v[0] != '\0')
+            cur.internal = strcmp(v, "yes") == 0;
+        v[0] = '\0';
+        field(line, "selftest", v, sizeof(v));
+        if (v[0] != '\0')
+            cur.selftest_ok = strcmp(v, "passed") == 0;
+    }
+    fclose(f);
+    return n;
+}
+
+int afalg_netlink_flags(const char *driver, unsigned int *flags)
+{
+    struct {
+        struct nlmsghdr h;
+        struct crypto_user_alg cru;
+    } req;
+    union {
+        char buf[8192];
+        struct nlmsghdr align;
+    } resp;
+    struct sockaddr_nl nl;
+    struct nlmsghdr *h;
+    ssize_t n;
+    int fd, err;
+
+    if (strlen(driver) >= sizeof(req.cru.cru_driver_name))
+        return -ENAMETOOLONG;
+    fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_CRYPTO);
+    if (fd < 0)
+        return -errno;
+    memset(&nl, 0, sizeof(nl));
+    nl.nl_family = AF_NETLINK;
+    memset(&req, 0, sizeof(req));
+    req.h.nlmsg_len = NLMSG_LENGTH(sizeof(req.cru));
+    req.h.nlmsg_type = CRYPTO_MSG_GETALG;
+    req.h.nlmsg_flags = NLM_F_REQUEST;
+    req.h.nlmsg_seq = 1;
+    strcpy(req.cru.cru_driver_name, driver);
+    if (sendto(fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&nl, sizeof(nl)) < 0) {
+        err = errno;
+        close(fd);
+        return -err;
+    }
+    n = recv(fd, resp.buf, sizeof(resp.buf), 0);
+    err = errno;
+    close(fd);
+    if (n < 0)
+        return -err;
+    h = &resp.align;
+    if (!NLMSG_OK(h, (size_t)n))
+        return -EIO;
+    if (h->nlmsg_type == NLMSG_ERROR) {
+        struct nlmsgerr *e = NLMSG_DATA(h);
+
+        return e->error != 0 ? e->error : -EIO;
+    }
+    if (h->nlmsg_type != CRYPTO_MSG_GETALG
+        || NLMSG_PAYLOAD(h, 0) < sizeof(struct crypto_user_alg))
+        return -EIO;
+    *flags = ((struct crypto_user_alg *)NLMSG_DATA(h))->cru_flags;
+    return 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * System-call helpers for AF_ALG and the kernel's crypto registry: the
+ * bottom layer.  Functions return -errno on failure (errno saved at once,
+ * before anything else can clobber it) and never raise OpenSSL errors.
+ */
+#ifndef HWAF_AFALG_SYS_H
+#define HWAF_AFALG_SYS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* socket(AF_ALG) + bind(type, name): a transform socket, or -errno. */
+int afalg_bind(const char *type, const char *name);
+int afalg_setkey(int tfm, const unsigned char *key, size_t keylen);
+/* accept(): an operation socket, or -errno. */
+int afalg_accept(int fd);
+/* Raise the socket's send buffer (best effort) and return what it is. */
+size_t afalg_grow_sndbuf(int fd, size_t want);
+
+/*
+ * One sendmsg() carrying the operation, the IV (when iv != NULL) and the
+ * data.  Returns bytes accepted or -errno.
+ */
+ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
+                      const void *in, size_t len, int more);
+/* send() with MSG_MORE until all of in[] is accepted; 0 or -errno. */
+int afalg_send_all(int op, const void *in, size_t len, int more);
+/* read() until len bytes arrived; 0, -errno, or -EIO on a short read. */
+int afalg_read_all(int op, void *out, size_t len);
+
+/* What the kernel's registry says about one driver. */
+typedef struct afalg_reginfo_st {
+    char name[128];
+    char driver[128];
+    char module[64];
+    char type[32];
+    int priority;
+    int async;      /* 1, 0, -1 unknown */
+    int internal;
+    int selftest_ok;
+} afalg_reginfo;
+
+/*
+ * Every /proc/crypto entry whose name is `name` and whose type is one of the
+ * space-separated `types`.  Returns how many were stored (at most max), or
+ * -errno when /proc/crypto cannot be read.
+ */
+int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
+                      int max);
+
+/*
+ * Ask crypto_user (NETLINK_CRYPTO) for a driver's flags.  Returns 0 and sets
+ * *flags, or -errno (typically -EPROTONOSUPPORT when the kernel has no
+ * crypto_user).
+ */
+int afalg_netlink_flags(const char *driver, unsigned int *flags);
+#define HWAF_CRYPTO_ALG_ASYNC 0x00000080u
+#define HWAF_CRYPTO_ALG_KERN_DRIVER_ONLY 0x00001000u
+
+#endif

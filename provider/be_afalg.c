@@ -1,0 +1,380 @@
+/*
+ * The AF_ALG backend: one transform socket per key (or hash), one operation
+ * socket accepted from it.  A cipher operation is one sendmsg() carrying
+ * the direction, the IV and the data, and one read() of the result straight
+ * into the caller's buffer.  A hash is fed with send(MSG_MORE) and finished
+ * with read(); accept() on its operation socket clones the running state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <openssl/crypto.h>
+#include "hwaf_backend.h"
+#include "hwaf_err.h"
+#include "hwaf_debug.h"
+#include "afalg_sys.h"
+
+#ifndef AF_ALG
+#define AF_ALG 38
+#endif
+
+#define AFALG_MAX_REG 32
+/* What we ask of an operation socket's send buffer; the kernel caps it. */
+#define AFALG_SNDBUF_WANT (1u << 20)
+#define AFALG_PAGE 4096u
+
+struct hwaf_be_cipher_st {
+    const hwaf_impl *impl;
+    int tfm;
+    int op;
+    size_t max;
+};
+
+struct hwaf_be_md_st {
+    const hwaf_impl *impl;
+    int tfm;
+    int op;
+    int spare;   /* fork snapshot, -1 when none */
+    int more;    /* data sent since the last read */
+};
+
+static const char *alg_type(const hwaf_alg *alg)
+{
+    return alg->kind == HWAF_KIND_CIPHER ? "skcipher" : "hash";
+}
+
+static int afalg_available(char *why, size_t whylen)
+{
+    int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        int err = errno;
+
+        snprintf(why, whylen, "socket(AF_ALG): %s: this kernel has no AF_ALG "
+                 "(CONFIG_CRYPTO_USER_API_SKCIPHER/HASH)", strerror(err));
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+static int by_priority(const void *a, const void *b)
+{
+    const hwaf_driver *x = a, *y = b;
+
+    return (y->priority > x->priority) - (y->priority < x->priority);
+}
+
+static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
+{
+    afalg_reginfo reg[AFALG_MAX_REG];
+    const char *type = alg_type(alg);
+    int fd, n, i, k = 0;
+
+    /* Binding the generic name makes the kernel instantiate its best
+     * implementation, so that /proc/crypto lists it. */
+    fd = afalg_bind(type, alg->kname);
+    if (fd < 0) {
+        HWAF_DEBUG("afalg: %s \"%s\" not available: %s", type, alg->kname,
+                   strerror(-fd));
+        return 0;
+    }
+    close(fd);
+
+    n = afalg_proc_crypto(alg->kname,
+                          alg->kind == HWAF_KIND_CIPHER ? "skcipher" : "shash ahash",
+                          reg, AFALG_MAX_REG);
+    if (n <= 0) {
+        /* No registry to read: offer the generic name, driver unknown. */
+        HWAF_DEBUG("afalg: /proc/crypto lists no %s; binding by name", alg->kname);
+        memset(&out[0], 0, sizeof(out[0]));
+        snprintf(out[0].name, sizeof(out[0].name), "%s", alg->kname);
+        out[0].priority = -1;
+        out[0].hw = -1;
+        return 1;
+    }
+    for (i = 0; i < n && k < max; i++) {
+        unsigned int flags = 0;
+        int nl;
+
+        if (!reg[i].selftest_ok)
+            continue;
+        fd = afalg_bind(type, reg[i].driver);
+        if (fd < 0) {
+            HWAF_DEBUG("afalg: driver %s refuses to bind: %s", reg[i].driver,
+                       strerror(-fd));
+            continue;
+        }
+        close(fd);
+        memset(&out[k], 0, sizeof(out[k]));
+        snprintf(out[k].name, sizeof(out[k].name), "%s", reg[i].driver);
+        out[k].priority = reg[i].priority;
+        nl = afalg_netlink_flags(reg[i].driver, &flags);
+        if (nl == 0 && (flags & HWAF_CRYPTO_ALG_KERN_DRIVER_ONLY) != 0)
+            out[k].hw = 1;
+        else
+            out[k].hw = hwaf_guess_hw(reg[i].driver,
+                                      nl == 0 ? (flags & HWAF_CRYPTO_ALG_ASYNC) != 0
+                                              : reg[i].async);
+        HWAF_DEBUG("afalg: %s: driver %s priority %d async %d crypto_user %s -> hw %d",
+                   alg->kname, reg[i].driver, reg[i].priority, reg[i].async,
+                   nl == 0 ? "yes" : "no", out[k].hw);
+        k++;
+    }
+    qsort(out, (size_t)k, sizeof(out[0]), by_priority);
+    return k;
+}
+
+/* ---- ciphers ---- */
+
+static void afalg_cipher_close(hwaf_be_cipher *s)
+{
+    if (s == NULL)
+        return;
+    if (s->op >= 0)
+        close(s->op);
+    if (s->tfm >= 0)
+        close(s->tfm);
+    OPENSSL_free(s);
+}
+
+static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
+                             const unsigned char *key, size_t keylen)
+{
+    hwaf_be_cipher *s = OPENSSL_zalloc(sizeof(*s));
+    size_t sndbuf;
+    int r;
+
+    *out = NULL;
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg cipher");
+        return 0;
+    }
+    s->impl = impl;
+    s->op = -1;
+    s->tfm = afalg_bind("skcipher", impl->drv.name);
+    if (s->tfm < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, "bind");
+        goto err;
+    }
+    r = afalg_setkey(s->tfm, key, keylen);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "setsockopt(ALG_SET_KEY)");
+        goto err;
+    }
+    s->op = afalg_accept(s->tfm);
+    if (s->op < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
+        goto err;
+    }
+    /*
+     * One sendmsg() must fit the socket's send buffer, or it waits for a
+     * reader that never comes.  Keep a page of slack.
+     */
+    sndbuf = afalg_grow_sndbuf(s->op, AFALG_SNDBUF_WANT);
+    s->max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
+                                     : 3 * AFALG_PAGE;
+    *out = s;
+    return 1;
+ err:
+    afalg_cipher_close(s);
+    return 0;
+}
+
+static size_t afalg_cipher_max(hwaf_be_cipher *s)
+{
+    return s->max;
+}
+
+static int afalg_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                              const unsigned char *in, unsigned char *out, size_t len)
+{
+    const hwaf_impl *impl = s->impl;
+    ssize_t n;
+    int r;
+
+    n = afalg_send_op(s->op, enc, iv, impl->alg->ivlen, in, len, 0);
+    if (n < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, (int)-n, "sendmsg");
+        return 0;
+    }
+    if ((size_t)n != len) {
+        HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
+                   "sendmsg took %zd of %zu bytes", n, len);
+        return 0;
+    }
+    r = afalg_read_all(s->op, out, len);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, r == -EIO ? HWAF_R_KERNEL_SHORT_OUTPUT
+                                             : HWAF_R_KERNEL_OPERATION_FAILED,
+                       -r, "read");
+        return 0;
+    }
+    hwaf_stats_add(HWAF_BE_AFALG, len);
+    return 1;
+}
+
+/* ---- digests ---- */
+
+static void afalg_md_close(hwaf_be_md *s)
+{
+    if (s == NULL)
+        return;
+    if (s->spare >= 0)
+        close(s->spare);
+    if (s->op >= 0)
+        close(s->op);
+    if (s->tfm >= 0)
+        close(s->tfm);
+    OPENSSL_free(s);
+}
+
+static hwaf_be_md *md_alloc(const hwaf_impl *impl)
+{
+    hwaf_be_md *s = OPENSSL_zalloc(sizeof(*s));
+
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg digest");
+        return NULL;
+    }
+    s->impl = impl;
+    s->tfm = s->op = s->spare = -1;
+    return s;
+}
+
+static int afalg_md_open(hwaf_be_md **out, const hwaf_impl *impl)
+{
+    hwaf_be_md *s = md_alloc(impl);
+
+    *out = NULL;
+    if (s == NULL)
+        return 0;
+    s->tfm = afalg_bind("hash", impl->drv.name);
+    if (s->tfm < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, "bind");
+        goto err;
+    }
+    s->op = afalg_accept(s->tfm);
+    if (s->op < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
+        goto err;
+    }
+    *out = s;
+    return 1;
+ err:
+    afalg_md_close(s);
+    return 0;
+}
+
+static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
+{
+    int r;
+
+    if (len == 0)
+        return 1;
+    r = afalg_send_all(s->op, in, len, 1);
+    if (r < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "send");
+        return 0;
+    }
+    s->more = 1;
+    hwaf_stats_add(HWAF_BE_AFALG, len);
+    return 1;
+}
+
+static int afalg_md_final(hwaf_be_md *s, unsigned char *md)
+{
+    /* With nothing sent, the kernel hashes the empty message. */
+    int r = afalg_read_all(s->op, md, s->impl->alg->mdlen);
+
+    s->more = 0;
+    if (r < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "read");
+        return 0;
+    }
+    hwaf_stats_add(HWAF_BE_AFALG, 0);
+    return 1;
+}
+
+static int afalg_md_reset(hwaf_be_md *s)
+{
+    unsigned char scratch[HWAF_MAX_MD];
+    int ok;
+
+    if (!s->more)
+        return 1;
+    ok = afalg_md_final(s, scratch);
+    OPENSSL_cleanse(scratch, sizeof(scratch));
+    return ok;
+}
+
+static int afalg_md_dup(hwaf_be_md **out, hwaf_be_md *s)
+{
+    hwaf_be_md *d = md_alloc(s->impl);
+
+    *out = NULL;
+    if (d == NULL)
+        return 0;
+    d->tfm = fcntl(s->tfm, F_DUPFD_CLOEXEC, 0);
+    if (d->tfm < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, errno, "fcntl(F_DUPFD)");
+        goto err;
+    }
+    /* accept() on a hash operation socket clones its running state. */
+    d->op = afalg_accept(s->op);
+    if (d->op < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -d->op, "accept");
+        goto err;
+    }
+    d->more = s->more;
+    *out = d;
+    return 1;
+ err:
+    afalg_md_close(d);
+    return 0;
+}
+
+static int afalg_md_fork_prepare(hwaf_be_md *s)
+{
+    s->spare = afalg_accept(s->op);
+    return s->spare >= 0;
+}
+
+static void afalg_md_fork_parent(hwaf_be_md *s)
+{
+    if (s->spare >= 0)
+        close(s->spare);
+    s->spare = -1;
+}
+
+static void afalg_md_fork_child(hwaf_be_md *s)
+{
+    /* The transform socket holds no state: sharing it is harmless. */
+    close(s->op);
+    s->op = s->spare;
+    s->spare = -1;
+}
+
+const hwaf_backend hwaf_backend_afalg = {
+    "afalg",
+    afalg_available,
+    afalg_drivers,
+    afalg_cipher_open,
+    afalg_cipher_crypt,
+    afalg_cipher_max,
+    afalg_cipher_close,
+    afalg_cipher_close,   /* abandon: closing our descriptors is all it takes */
+    afalg_md_open,
+    afalg_md_update,
+    afalg_md_final,
+    afalg_md_reset,
+    afalg_md_dup,
+    afalg_md_close,
+    afalg_md_fork_prepare,
+    afalg_md_fork_parent,
+    afalg_md_fork_child,
+};

@@ -1,0 +1,133 @@
+/*
+ * The backend interface: what the mode and digest layers need from a kernel
+ * crypto interface (AF_ALG sockets, /dev/crypto).  Backends know nothing of
+ * EVP, padding, partial blocks or IV chaining; those live above this line.
+ *
+ * A cipher operation is stateless from the caller's point of view: it takes
+ * the IV (or tweak, or counter block) explicitly and whole blocks of data
+ * (for CTR any length; for XTS one whole data unit).  The mode layer tracks
+ * the next IV itself.
+ */
+#ifndef HWAF_BACKEND_H
+#define HWAF_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HWAF_DRIVER_NAME_MAX 128  /* CRYPTO_MAX_ALG_NAME */
+#define HWAF_MAX_KEY 64
+#define HWAF_MAX_IV 16
+#define HWAF_MAX_MD 64
+#define HWAF_MAX_MD_BLOCK 128
+
+typedef enum { HWAF_KIND_CIPHER, HWAF_KIND_DIGEST } hwaf_kind;
+typedef enum { HWAF_MODE_NONE, HWAF_MODE_CBC, HWAF_MODE_CTR, HWAF_MODE_XTS } hwaf_mode;
+
+/* One algorithm variant hwaf knows (static table in hwaf_algs.c). */
+typedef struct hwaf_alg_st {
+    const char *names;    /* OpenSSL names and aliases, "AES-128-CBC:AES128:..." */
+    const char *kname;    /* kernel algorithm name: "cbc(aes)", "sha256", ... */
+    hwaf_kind kind;
+    hwaf_mode mode;
+    unsigned int keylen;  /* cipher key bytes (XTS: both halves) */
+    unsigned int ivlen;   /* cipher IV bytes */
+    unsigned int blocklen;/* cipher block / digest input block bytes */
+    unsigned int mdlen;   /* digest output bytes */
+    /* Known answer used to check every driver before it is offered. */
+    const unsigned char *kat_key, *kat_iv, *kat_in, *kat_out;
+    unsigned int kat_inlen;
+} hwaf_alg;
+
+/* A kernel driver one backend can reach for one algorithm. */
+typedef struct hwaf_driver_st {
+    char name[HWAF_DRIVER_NAME_MAX]; /* driver name, e.g. "cbc-aes-aesni" */
+    int priority;                    /* kernel priority, -1 when unknown */
+    int hw;                          /* backend's own verdict: 1 off-CPU, 0 CPU, -1 unknown */
+} hwaf_driver;
+
+/* An implementation: one algorithm served by one driver through one backend. */
+typedef struct hwaf_impl_st {
+    struct hwaf_prov_st *prov;  /* provider context: errors are raised through it */
+    const hwaf_alg *alg;
+    const struct hwaf_backend_st *be;
+    hwaf_driver drv;
+    int hw;               /* final classification, after config overrides */
+    int be_index;         /* index of the backend in the counters array */
+} hwaf_impl;
+
+typedef struct hwaf_be_cipher_st hwaf_be_cipher; /* opaque, backend-owned */
+typedef struct hwaf_be_md_st hwaf_be_md;         /* opaque, backend-owned */
+
+/*
+ * All functions return 1 on success and 0 on failure.  On failure they have
+ * raised an error with HWAF_RAISE()/HWAF_RAISE_SYS() on impl->prov (see
+ * hwaf_err.h), errno attached for system calls, and left their object in a
+ * state that can still be closed.  available() and drivers() run once per
+ * process, before any provider context exists: they raise nothing.
+ */
+typedef struct hwaf_backend_st {
+    const char *name;   /* property value of hwaf.backend */
+
+    /* Once per process: can this backend be used at all?  If not, 0 and a
+     * sentence in why[]. */
+    int (*available)(char *why, size_t whylen);
+
+    /* Once per process and algorithm: the drivers this backend can reach
+     * (each one verified to bind).  Returns how many were written to out[],
+     * 0 when none. */
+    int (*drivers)(const hwaf_alg *alg, hwaf_driver *out, int max);
+
+    /* Cipher: a session bound to impl->drv.name with a key. */
+    int (*cipher_open)(hwaf_be_cipher **s, const hwaf_impl *impl,
+                       const unsigned char *key, size_t keylen);
+    /* One operation.  len > 0; for CBC a multiple of the block size, for
+     * XTS one whole data unit (>= 16).  in == out is allowed. */
+    int (*cipher_crypt)(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                        const unsigned char *in, unsigned char *out, size_t len);
+    /* Largest len one cipher_crypt() takes; the mode layer splits CBC and
+     * CTR work to fit, and refuses XTS data units above it. */
+    size_t (*cipher_max)(hwaf_be_cipher *s);
+    /* Release everything, kernel objects included.  NULL is a no-op. */
+    void (*cipher_close)(hwaf_be_cipher *s);
+    /* In a child after fork(): release only this process's handles, leaving
+     * kernel objects the parent still uses untouched.  NULL is a no-op. */
+    void (*cipher_abandon)(hwaf_be_cipher *s);
+
+    /* Digest: a running hash bound to impl->drv.name. */
+    int (*md_open)(hwaf_be_md **s, const hwaf_impl *impl);
+    int (*md_update)(hwaf_be_md *s, const unsigned char *in, size_t len);
+    /* Write the digest and return the object to its initial state. */
+    int (*md_final)(hwaf_be_md *s, unsigned char *md);
+    /* Back to the initial state, discarding any data. */
+    int (*md_reset)(hwaf_be_md *s);
+    /* A new object with a copy of the running state. */
+    int (*md_dup)(hwaf_be_md **out, hwaf_be_md *s);
+    void (*md_close)(hwaf_be_md *s);
+    /*
+     * fork() support for running hashes, whose state lives in the kernel:
+     * prepare runs in the parent just before fork() and snapshots the state;
+     * after fork() the parent calls fork_parent (drop the snapshot) and the
+     * child calls fork_child (drop the shared state, adopt the snapshot).
+     */
+    int (*md_fork_prepare)(hwaf_be_md *s);
+    void (*md_fork_parent)(hwaf_be_md *s);
+    void (*md_fork_child)(hwaf_be_md *s);
+} hwaf_backend;
+
+extern const hwaf_backend hwaf_backend_afalg;
+extern const hwaf_backend hwaf_backend_devcrypto;
+
+/*
+ * A backend's guess when the kernel does not flag a driver as hardware
+ * (hwaf_classify.c): 0 for drivers named after CPU instructions or generic
+ * C code ("aesni", "avx2", "-ce", "-generic", ...), 1 for other asynchronous
+ * drivers, 0 otherwise.  async: 1, 0 or -1 when unknown.
+ */
+int hwaf_guess_hw(const char *driver, int async);
+
+/* Counters (hwaf_stats.c): one slot per backend. */
+enum { HWAF_BE_AFALG = 0, HWAF_BE_DEVCRYPTO = 1, HWAF_BE_COUNT };
+void hwaf_stats_add(int be_index, size_t bytes);
+void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,807 @@
+/*
+ * The mode layer: everything EVP expects of a CBC, CTR or XTS cipher --
+ * buffering, padding, the running IV, the CTR position inside a block,
+ * parameters, copies, fork recovery -- written once above the backend
+ * vtable.  Backends only ever see whole operations with an explicit IV.
+ */
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include "hwaf_local.h"
+#include "hwaf_err.h"
+#include "hwaf_debug.h"
+#include <hwaf/hwaf.h>
+
+#define BLK 16
+/* XTS: at most 2^20 blocks per data unit (IEEE Std 1619-2018). */
+#define XTS_MAX_UNIT ((size_t)1 << 24)
+/* CTR: work this small goes to the kernel in one piece, tail included. */
+#define CTR_BOUNCE 4096
+
+typedef struct hwaf_cipher_ctx_st {
+    const hwaf_impl *impl;
+    hwaf_be_cipher *be;
+    unsigned int gen;               /* fork generation be was opened in */
+    unsigned char key[HWAF_MAX_KEY];
+    size_t keylen;
+    int key_set;
+    unsigned char iv[BLK];          /* CBC: chaining value; CTR: next counter */
+    unsigned char oiv[BLK];         /* IV as given at init */
+    int iv_set;
+    int enc;
+    int pad;
+    int finalised;                  /* final done; refuse updates until init */
+    unsigned char buf[BLK];         /* CBC: pending input; CTR: keystream */
+    size_t bufsz;                   /* CBC: bytes in buf */
+    unsigned int num;               /* CTR: keystream bytes of buf used */
+} hwaf_cipher_ctx;
+
+#define PROV(ctx) ((ctx)->impl->prov)
+
+static const hwaf_alg *ALG(const hwaf_cipher_ctx *ctx)
+{
+    return ctx->impl->alg;
+}
+
+/* ---- backend session management ---- */
+
+static void be_drop(hwaf_cipher_ctx *ctx, int abandon)
+{
+    if (ctx->be == NULL)
+        return;
+    if (abandon)
+        ctx->impl->be->cipher_abandon(ctx->be);
+    else
+        ctx->impl->be->cipher_close(ctx->be);
+    ctx->be = NULL;
+}
+
+static int be_open(hwaf_cipher_ctx *ctx)
+{
+    ctx->gen = hwaf_fork_generation;
+    return ctx->impl->be->cipher_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen);
+}
+
+/* The session to use now: reopened in a child after fork(). */
+static hwaf_be_cipher *be_get(hwaf_cipher_ctx *ctx)
+{
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return NULL;
+    }
+    if (ctx->be != NULL && ctx->gen != hwaf_fork_generation) {
+        HWAF_DEBUG("cipher %s: reopening after fork", ctx->impl->drv.name);
+        be_drop(ctx, 1);
+    }
+    if (ctx->be == NULL && !be_open(ctx)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_FORK_RECOVERY_FAILED, "driver %s",
+                   ctx->impl->drv.name);
+        return NULL;
+    }
+    return ctx->be;
+}
+
+/* ---- the modes ---- */
+
+static void ctr_add(unsigned char ctr[BLK], size_t blocks)
+{
+    int i;
+    uint64_t carry = blocks;
+
+    for (i = BLK - 1; i >= 0 && carry != 0; i--) {
+        carry += ctr[i];
+        ctr[i] = (unsigned char)carry;
+        carry >>= 8;
+    }
+}
+
+/* CBC over whole blocks, split to fit the backend, IV carried along. */
+static int cbc_blocks(hwaf_cipher_ctx *ctx, unsigned char *out,
+                      const unsigned char *in, size_t len)
+{
+    hwaf_be_cipher *be = be_get(ctx);
+    size_t max, n;
+    unsigned char next[BLK];
+
+    if (be == NULL)
+        return 0;
+    max = ctx->impl->be->cipher_max(be) & ~(size_t)(BLK - 1);
+    while (len > 0) {
+        n = len < max ? len : max;
+        if (!ctx->enc)  /* before an in-place decrypt overwrites it */
+            memcpy(next, in + n - BLK, BLK);
+        if (!ctx->impl->be->cipher_crypt(be, ctx->enc, ctx->iv, in, out, n))
+            return 0;
+        memcpy(ctx->iv, ctx->enc ? out + n - BLK : next, BLK);
+        in += n;
+        out += n;
+        len -= n;
+    }
+    return 1;
+}
+
+/* CTR: any length, position inside a block kept in num/buf. */
+static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
+                     const unsigned char *in, size_t len)
+{
+    hwaf_be_cipher *be;
+    size_t max, n, i, full, tail;
+    unsigned char blk[CTR_BOUNCE + BLK];
+
+    /* Finish the keystream block left over from the last call. */
+    while (ctx->num != 0 && len > 0) {
+        *out++ = *in++ ^ ctx->buf[ctx->num];
+        ctx->num = (ctx->num + 1) % BLK;
+        len--;
+    }
+    if (len == 0)
+        return 1;
+    if ((be = be_get(ctx)) == NULL)
+        return 0;
+    max = ctx->impl->be->cipher_max(be) & ~(size_t)(BLK - 1);
+    full = len & ~(size_t)(BLK - 1);
+    tail = len - full;
+
+    if (tail != 0 && full <= CTR_BOUNCE - BLK) {
+        /*
+         * Small work: one operation over a copy padded with zeros; the
+         * padding comes back as the rest of the last keystream block.
+         */
+        memcpy(blk, in, len);
+        memset(blk + len, 0, BLK - tail);
+        if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, blk, blk, full + BLK))
+            return 0;
+        memcpy(out, blk, len);
+        for (i = 0; i < BLK; i++)
+            ctx->buf[i] = blk[full + i] ^ (i < tail ? in[full + i] : 0);
+        ctr_add(ctx->iv, full / BLK + 1);
+        ctx->num = (unsigned int)tail;
+        OPENSSL_cleanse(blk, full + BLK);
+        return 1;
+    }
+    while (full > 0) {
+        n = full < max ? full : max;
+        if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, in, out, n))
+            return 0;
+        ctr_add(ctx->iv, n / BLK);
+        in += n;
+        out += n;
+        full -= n;
+    }
+    if (tail != 0) {
+        memcpy(blk, in, tail);
+        memset(blk + tail, 0, BLK - tail);
+        if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, blk, blk, BLK))
+            return 0;
+        memcpy(out, blk, tail);
+        for (i = 0; i < BLK; i++)
+            ctx->buf[i] = blk[i] ^ (i < tail ? in[i] : 0);
+        ctr_add(ctx->iv, 1);
+        ctx->num = (unsigned int)tail;
+        OPENSSL_cleanse(blk, BLK);
+    }
+    return 1;
+}
+
+/* XTS: one whole data unit per call; the tweak does not carry over. */
+static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
+                    const unsigned char *in, size_t len)
+{
+    hwaf_be_cipher *be;
+
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    if (!ctx->iv_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED, "xts needs a tweak (iv)");
+        return 0;
+    }
+    if (len < BLK) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DATA_UNIT_TOO_SMALL,
+                   "%zu bytes, at least %d needed", len, BLK);
+        return 0;
+    }
+    if (len > XTS_MAX_UNIT) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DATA_UNIT_TOO_LARGE,
+                   "%zu bytes, at most %zu", len, XTS_MAX_UNIT);
+        return 0;
+    }
+    if ((be = be_get(ctx)) == NULL)
+        return 0;
+    if (len > ctx->impl->be->cipher_max(be)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DATA_UNIT_TOO_LARGE,
+                   "%zu bytes, the %s backend takes at most %zu in one operation",
+                   len, ctx->impl->be->name, ctx->impl->be->cipher_max(be));
+        return 0;
+    }
+    return ctx->impl->be->cipher_crypt(be, ctx->enc, ctx->iv, in, out, len);
+}
+
+/* ---- EVP dispatch ---- */
+
+static OSSL_FUNC_cipher_freectx_fn cipher_freectx;
+static OSSL_FUNC_cipher_dupctx_fn cipher_dupctx;
+static OSSL_FUNC_cipher_encrypt_init_fn cipher_einit;
+static OSSL_FUNC_cipher_decrypt_init_fn cipher_dinit;
+static OSSL_FUNC_cipher_update_fn cipher_update;
+static OSSL_FUNC_cipher_final_fn cipher_final;
+static OSSL_FUNC_cipher_cipher_fn cipher_cipher;
+static OSSL_FUNC_cipher_get_ctx_params_fn cipher_get_ctx_params;
+static OSSL_FUNC_cipher_set_ctx_params_fn cipher_set_ctx_params;
+static OSSL_FUNC_cipher_gettable_ctx_params_fn cipher_gettable_ctx_params;
+static OSSL_FUNC_cipher_settable_ctx_params_fn cipher_settable_ctx_params;
+static OSSL_FUNC_cipher_gettable_params_fn cipher_gettable_params;
+
+static void *cipher_newctx(void *provctx, int alg, int slot)
+{
+    hwaf_prov *prov = provctx;
+    const hwaf_impl *impl = prov->slot[alg][slot];
+    hwaf_cipher_ctx *ctx;
+
+    if (impl == NULL)
+        return NULL;
+    ctx = OPENSSL_zalloc(sizeof(*ctx));
+    if (ctx == NULL) {
+        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return NULL;
+    }
+    ctx->impl = impl;
+    ctx->keylen = impl->alg->keylen;
+    ctx->pad = 1;
+    return ctx;
+}
+
+static void cipher_freectx(void *vctx)
+{
+    hwaf_cipher_ctx *ctx = vctx;
+
+    if (ctx == NULL)
+        return;
+    /* A child must not tear down what its parent still uses. */
+    be_drop(ctx, ctx->gen != hwaf_fork_generation);
+    OPENSSL_clear_free(ctx, sizeof(*ctx));
+}
+
+static void *cipher_dupctx(void *vctx)
+{
+    hwaf_cipher_ctx *src = vctx, *dst;
+
+    dst = OPENSSL_malloc(sizeof(*dst));
+    if (dst == NULL) {
+        HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
+        return NULL;
+    }
+    *dst = *src;
+    dst->be = NULL;
+    /* The copy gets its own kernel session: either may be re-keyed. */
+    if (dst->key_set && !be_open(dst)) {
+        OPENSSL_clear_free(dst, sizeof(*dst));
+        return NULL;
+    }
+    return dst;
+}
+
+static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
+                       size_t keylen, const unsigned char *iv, size_t ivlen,
+                       const OSSL_PARAM params[], int enc)
+{
+    const hwaf_alg *alg = ALG(ctx);
+
+    ctx->enc = enc ? 1 : 0;
+    ctx->bufsz = 0;
+    ctx->num = 0;
+    ctx->finalised = 0;
+
+    if (iv != NULL) {
+        if (ivlen != alg->ivlen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                       "%zu bytes, %s takes %u", ivlen, ctx->impl->alg->kname,
+                       alg->ivlen);
+            return 0;
+        }
+        memcpy(ctx->iv, iv, ivlen);
+        memcpy(ctx->oiv, iv, ivlen);
+        ctx->iv_set = 1;
+    } else if (ctx->iv_set && alg->mode == HWAF_MODE_CBC) {
+        /* As OpenSSL: a CBC re-init without an IV restarts from the old one. */
+        memcpy(ctx->iv, ctx->oiv, BLK);
+    }
+
+    if (key != NULL) {
+        if (keylen != alg->keylen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
+                       "%zu bytes, this cipher takes %u", keylen, alg->keylen);
+            return 0;
+        }
+        if (alg->mode == HWAF_MODE_XTS && enc
+            && CRYPTO_memcmp(key, key + keylen / 2, keylen / 2) == 0) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DUPLICATED_KEYS, NULL);
+            return 0;
+        }
+        if (!(ctx->key_set && ctx->be != NULL && ctx->gen == hwaf_fork_generation
+              && CRYPTO_memcmp(ctx->key, key, keylen) == 0)) {
+            be_drop(ctx, ctx->gen != hwaf_fork_generation);
+            ctx->key_set = 0;
+            memcpy(ctx->key, key, keylen);
+            ctx->keylen = keylen;
+            if (!be_open(ctx)) {
+                OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
+                return 0;
+            }
+            ctx->key_set = 1;
+        }
+    }
+    return cipher_set_ctx_params(ctx, params);
+}
+
+static int cipher_einit(void *vctx, const unsigned char *key, size_t keylen,
+                        const unsigned char *iv, size_t ivlen,
+                        const OSSL_PARAM params[])
+{
+    return cipher_init(vctx, key, keylen, iv, ivlen, params, 1);
+}
+
+static int cipher_dinit(void *vctx, const unsigned char *key, size_t keylen,
+                        const unsigned char *iv, size_t ivlen,
+                        const OSSL_PARAM params[])
+{
+    return cipher_init(vctx, key, keylen, iv, ivlen, params, 0);
+}
+
+/* Common entry checks of update and final. */
+static int cipher_ready(hwaf_cipher_ctx *ctx)
+{
+    if (ctx->finalised) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_UPDATE_AFTER_FINAL,
+                   "initialise the context again first");
+        return 0;
+    }
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    return 1;
+}
+
+/* Take up to a block's worth of input into buf; return whole blocks left. */
+static size_t fill_block(hwaf_cipher_ctx *ctx, const unsigned char **in, size_t *inl)
+{
+    size_t need = BLK - ctx->bufsz, take = *inl < need ? *inl : need;
+
+    memcpy(ctx->buf + ctx->bufsz, *in, take);
+    ctx->bufsz += take;
+    *in += take;
+    *inl -= take;
+    return *inl & ~(size_t)(BLK - 1);
+}
+
+/* CBC update: the block logic of OpenSSL's generic block ciphers. */
+static int cbc_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                      size_t outsize, const unsigned char *in, size_t inl)
+{
+    size_t outlint = 0, nextblocks;
+
+    if (ctx->bufsz != 0)
+        nextblocks = fill_block(ctx, &in, &inl);
+    else
+        nextblocks = inl & ~(size_t)(BLK - 1);
+
+    /*
+     * Decrypting with padding, an update that ends on a block boundary
+     * holds its last block back: it may be the padded one.
+     */
+    if (ctx->bufsz == BLK && (ctx->enc || inl > 0 || !ctx->pad)) {
+        if (outsize < BLK) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+            return 0;
+        }
+        if (!cbc_blocks(ctx, out, ctx->buf, BLK))
+            return 0;
+        ctx->bufsz = 0;
+        outlint = BLK;
+        out += BLK;
+    }
+    if (nextblocks > 0) {
+        if (!ctx->enc && ctx->pad && nextblocks == inl)
+            nextblocks -= BLK;
+        outlint += nextblocks;
+        if (outsize < outlint) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+            return 0;
+        }
+    }
+    if (nextblocks > 0) {
+        if (!cbc_blocks(ctx, out, in, nextblocks))
+            return 0;
+        in += nextblocks;
+        inl -= nextblocks;
+    }
+    if (inl != 0) {
+        memcpy(ctx->buf + ctx->bufsz, in, inl);
+        ctx->bufsz += inl;
+    }
+    *outl = outlint;
+    return 1;
+}
+
+static int cbc_final(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                     size_t outsize)
+{
+    size_t i, padv;
+
+    if (ctx->enc) {
+        if (ctx->pad) {
+            padv = BLK - ctx->bufsz;
+            for (i = ctx->bufsz; i < BLK; i++)
+                ctx->buf[i] = (unsigned char)padv;
+            ctx->bufsz = BLK;
+        } else if (ctx->bufsz == 0) {
+            *outl = 0;
+            return 1;
+        } else if (ctx->bufsz != BLK) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_WRONG_FINAL_BLOCK_LENGTH,
+                       "%zu bytes left over with padding off", ctx->bufsz);
+            return 0;
+        }
+        if (outsize < BLK) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+            return 0;
+        }
+        if (!cbc_blocks(ctx, out, ctx->buf, BLK))
+            return 0;
+        ctx->bufsz = 0;
+        *outl = BLK;
+        return 1;
+    }
+
+    if (ctx->bufsz != BLK) {
+        if (ctx->bufsz == 0 && !ctx->pad) {
+            *outl = 0;
+            return 1;
+        }
+        HWAF_RAISE(PROV(ctx), HWAF_R_WRONG_FINAL_BLOCK_LENGTH,
+                   "%zu bytes left over", ctx->bufsz);
+        return 0;
+    }
+    if (!cbc_blocks(ctx, ctx->buf, ctx->buf, BLK))
+        return 0;
+    if (ctx->pad) {
+        unsigned int bad;
+
+        padv = ctx->buf[BLK - 1];
+        bad = padv == 0 || padv > BLK;
+        for (i = 0; !bad && i < padv; i++)
+            bad |= ctx->buf[BLK - 1 - i] != padv;
+        if (bad) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_BAD_DECRYPT, NULL);
+            return 0;
+        }
+        ctx->bufsz = BLK - padv;
+    }
+    if (outsize < ctx->bufsz) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+        return 0;
+    }
+    memcpy(out, ctx->buf, ctx->bufsz);
+    *outl = ctx->bufsz;
+    ctx->bufsz = 0;
+    return 1;
+}
+
+/* CTR and XTS updates: all input in, all output out. */
+static int stream_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                         size_t outsize, const unsigned char *in, size_t inl)
+{
+    if (ALG(ctx)->mode == HWAF_MODE_CTR && inl == 0) {
+        *outl = 0;
+        return 1;
+    }
+    if (outsize < inl) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+        return 0;
+    }
+    if (ALG(ctx)->mode == HWAF_MODE_CTR ? !ctr_crypt(ctx, out, in, inl)
+                                       : !xts_unit(ctx, out, in, inl))
+        return 0;
+    *outl = inl;
+    return 1;
+}
+
+static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
+                         size_t outsize, const unsigned char *in, size_t inl)
+{
+    hwaf_cipher_ctx *ctx = vctx;
+
+    if (!cipher_ready(ctx))
+        return 0;
+    if (ALG(ctx)->mode == HWAF_MODE_CBC)
+        return cbc_update(ctx, out, outl, outsize, in, inl);
+    return stream_update(ctx, out, outl, outsize, in, inl);
+}
+
+static int cipher_final(void *vctx, unsigned char *out, size_t *outl,
+                        size_t outsize)
+{
+    hwaf_cipher_ctx *ctx = vctx;
+    int ok = 1;
+
+    if (!cipher_ready(ctx))
+        return 0;
+    if (ALG(ctx)->mode == HWAF_MODE_CBC)
+        ok = cbc_final(ctx, out, outl, outsize);
+    else
+        *outl = 0;
+    ctx->finalised = 1;
+    return ok;
+}
+
+/* EVP_Cipher(): raw processing, no padding or buffering. */
+static int cipher_cipher(void *vctx, unsigned char *out, size_t *outl,
+                         size_t outsize, const unsigned char *in, size_t inl)
+{
+    hwaf_cipher_ctx *ctx = vctx;
+
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    if (outsize < inl) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+        return 0;
+    }
+    switch (ALG(ctx)->mode) {
+    case HWAF_MODE_CBC:
+        if (inl % BLK != 0) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_WRONG_FINAL_BLOCK_LENGTH,
+                       "%zu bytes is not a whole number of blocks", inl);
+            return 0;
+        }
+        if (inl > 0 && !cbc_blocks(ctx, out, in, inl))
+            return 0;
+        break;
+    case HWAF_MODE_CTR:
+        if (!ctr_crypt(ctx, out, in, inl))
+            return 0;
+        break;
+    default:
+        if (!xts_unit(ctx, out, in, inl))
+            return 0;
+    }
+    *outl = inl;
+    return 1;
+}
+
+/* ---- parameters ---- */
+
+static int set_octets(OSSL_PARAM *p, const void *v, size_t len)
+{
+    if (p->data_type == OSSL_PARAM_OCTET_PTR)
+        return OSSL_PARAM_set_octet_ptr(p, v, len);
+    return OSSL_PARAM_set_octet_string(p, v, len);
+}
+
+static int cipher_get_params(const hwaf_alg *alg, OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+    unsigned int mode = alg->mode == HWAF_MODE_CBC ? EVP_CIPH_CBC_MODE
+                      : alg->mode == HWAF_MODE_CTR ? EVP_CIPH_CTR_MODE
+                      : EVP_CIPH_XTS_MODE;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL
+        && !OSSL_PARAM_set_uint(p, mode))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL
+        && !OSSL_PARAM_set_int(p, alg->mode == HWAF_MODE_XTS))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->keylen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->blocklen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->ivlen))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM cipher_known_gettable_params[] = {
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *cipher_gettable_params(void *provctx)
+{
+    return cipher_known_gettable_params;
+}
+
+static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    hwaf_cipher_ctx *ctx = vctx;
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ALG(ctx)->ivlen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ctx->keylen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_PADDING)) != NULL
+        && !OSSL_PARAM_set_uint(p, (unsigned int)ctx->pad))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_NUM)) != NULL
+        && !OSSL_PARAM_set_uint(p, ctx->num))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL
+        && !set_octets(p, ctx->oiv, ALG(ctx)->ivlen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
+        && !set_octets(p, ctx->iv, ALG(ctx)->ivlen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
+        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->drv.name))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
+        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->be->name))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
+        && !OSSL_PARAM_set_int(p, ctx->impl->hw))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM cipher_known_gettable_ctx_params[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, NULL),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, NULL),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
+    OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),
+    OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_HW, NULL),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *cipher_gettable_ctx_params(void *cctx, void *provctx)
+{
+    return cipher_known_gettable_ctx_params;
+}
+
+static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    hwaf_cipher_ctx *ctx = vctx;
+    const OSSL_PARAM *p;
+
+    if (params == NULL)
+        return 1;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING)) != NULL) {
+        unsigned int pad;
+
+        if (!OSSL_PARAM_get_uint(p, &pad)) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "padding");
+            return 0;
+        }
+        ctx->pad = pad ? 1 : 0;
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_NUM)) != NULL) {
+        unsigned int num;
+
+        if (!OSSL_PARAM_get_uint(p, &num) || num >= BLK) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "num");
+            return 0;
+        }
+        ctx->num = num;
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
+        size_t keylen;
+
+        if (!OSSL_PARAM_get_size_t(p, &keylen)) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "keylen");
+            return 0;
+        }
+        if (keylen != ALG(ctx)->keylen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
+                       "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const OSSL_PARAM cipher_known_settable_ctx_params[] = {
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, NULL),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *cipher_settable_ctx_params(void *cctx, void *provctx)
+{
+    return cipher_known_settable_ctx_params;
+}
+
+/* ---- one dispatch table per (algorithm, implementation slot) ---- */
+
+#define CIPHER_COMMON_FNS                                                          \
+    { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))cipher_freectx },                  \
+    { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))cipher_dupctx },                    \
+    { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))cipher_einit },               \
+    { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))cipher_dinit },               \
+    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))cipher_update },                    \
+    { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))cipher_final },                      \
+    { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))cipher_cipher },                    \
+    { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))cipher_gettable_params },  \
+    { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))cipher_get_ctx_params },    \
+    { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))cipher_set_ctx_params },    \
+    { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                        \
+      (void (*)(void))cipher_gettable_ctx_params },                                \
+    { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                        \
+      (void (*)(void))cipher_settable_ctx_params }
+
+#define CIPHER_SLOT(id, s)                                                         \
+    static OSSL_FUNC_cipher_newctx_fn newctx_##id##_##s;                           \
+    static void *newctx_##id##_##s(void *provctx)                                  \
+    {                                                                              \
+        return cipher_newctx(provctx, HWAF_ALG_##id, s);                           \
+    }                                                                              \
+    static const OSSL_DISPATCH fns_##id##_##s[] = {                                \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))newctx_##id##_##s },            \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))get_params_##id },          \
+        CIPHER_COMMON_FNS,                                                         \
+        { 0, NULL }                                                                \
+    };
+
+#define CIPHER_ALG(id, names, kname, kind, mode, kl, ivl, bl, mdl)                 \
+    static OSSL_FUNC_cipher_get_params_fn get_params_##id;                         \
+    static int get_params_##id(OSSL_PARAM params[])                                \
+    {                                                                              \
+        return cipher_get_params(&hwaf_algs[HWAF_ALG_##id], params);               \
+    }                                                                              \
+    CIPHER_SLOT(id, 0) CIPHER_SLOT(id, 1) CIPHER_SLOT(id, 2) CIPHER_SLOT(id, 3)
+
+#define ONLY_CIPHER(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
+    ONLY_CIPHER_##kind(id, names, kname, kind, mode, kl, ivl, bl, mdl)
+#define ONLY_CIPHER_CIPHER CIPHER_ALG
+#define ONLY_CIPHER_DIGEST(...)
+
+HWAF_ALGORITHMS(ONLY_CIPHER)
+
+#define CIPHER_TABLE_ROW(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
+    CIPHER_TABLE_ROW_##kind(id)
+#define CIPHER_TABLE_ROW_CIPHER(id) \
+    [HWAF_ALG_##id] = { fns_##id##_0, fns_##id##_1, fns_##id##_2, fns_##id##_3 },
+#define CIPHER_TABLE_ROW_DIGEST(id)
+
+static const OSSL_DISPATCH *const cipher_tables[HWAF_NALGS][HWAF_NSLOTS] = {
+    HWAF_ALGORITHMS(CIPHER_TABLE_ROW)
+};
+
+const OSSL_DISPATCH *hwaf_cipher_dispatch(int alg, int slot)
+{
+    return cipher_tables[alg][slot];
+}

@@ -1,0 +1,210 @@
+/*
+ * The provider's configuration: the keys of its openssl.cnf section, read
+ * in one table-driven pass through the core, validated strictly, logged.
+ * docs/config.md documents every key.
+ */
+#include <ctype.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+#include <openssl/proverr.h>
+#include "hwaf_local.h"
+#include "hwaf_err.h"
+#include "hwaf_debug.h"
+
+enum { CFG_BACKENDS, CFG_PREFER, CFG_ALLOW_SOFTWARE, CFG_HW_DRIVERS,
+       CFG_SW_DRIVERS, CFG_DEBUG, CFG_COUNT };
+
+static const char *const cfg_names[CFG_COUNT] = {
+    [CFG_BACKENDS] = "backends",
+    [CFG_PREFER] = "prefer",
+    [CFG_ALLOW_SOFTWARE] = "allow_software",
+    [CFG_HW_DRIVERS] = "hw_drivers",
+    [CFG_SW_DRIVERS] = "sw_drivers",
+    [CFG_DEBUG] = "debug",
+};
+
+static const char *const be_names[HWAF_BE_COUNT] = {
+    [HWAF_BE_AFALG] = "afalg",
+    [HWAF_BE_DEVCRYPTO] = "devcrypto",
+};
+
+/* Reported with OpenSSL's own reason: our strings are not loaded yet. */
+#define CONFIG_ERROR(prov, ...) \
+    HWAF_RAISE((prov), (int)ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA), \
+               __VA_ARGS__)
+
+static int parse_bool(const char *v, int *out)
+{
+    static const char *const yes[] = { "yes", "true", "on", "1" };
+    static const char *const no[] = { "no", "false", "off", "0" };
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        if (OPENSSL_strcasecmp(v, yes[i]) == 0) {
+            *out = 1;
+            return 1;
+        }
+        if (OPENSSL_strcasecmp(v, no[i]) == 0) {
+            *out = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* " a b c ": words separated by spaces or commas, normalised. */
+static char *normalise_list(const char *v)
+{
+    size_t len = strlen(v), i, o = 0;
+    char *out = OPENSSL_malloc(len + 3);
+    int sep = 1;
+
+    if (out == NULL)
+        return NULL;
+    out[o++] = ' ';
+    for (i = 0; i < len; i++) {
+        if (v[i] == ',' || isspace((unsigned char)v[i])) {
+            if (!sep)
+                out[o++] = ' ';
+            sep = 1;
+        } else {
+            out[o++] = v[i];
+            sep = 0;
+        }
+    }
+    if (!sep)
+        out[o++] = ' ';
+    out[o] = '\0';
+    return out;
+}
+
+int hwaf_config_list_has(const char *list, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = list;
+
+    if (list == NULL || nl == 0)
+        return 0;
+    while ((p = strstr(p, name)) != NULL) {
+        if (p[-1] == ' ' && p[nl] == ' ')
+            return 1;
+        p += nl;
+    }
+    return 0;
+}
+
+int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                     hwaf_prov *prov, hwaf_config *cfg)
+{
+    OSSL_FUNC_core_get_params_fn *get_params = NULL;
+    const char *val[CFG_COUNT] = { NULL };
+    OSSL_PARAM params[CFG_COUNT + 1];
+    int i;
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (i = 0; i < HWAF_BE_COUNT; i++)
+        cfg->use_backend[i] = 1;
+    cfg->prefer = -1;
+    cfg->allow_software = 1;
+
+    for (; in->function_id != 0; in++)
+        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
+            get_params = OSSL_FUNC_core_get_params(in);
+    if (get_params != NULL) {
+        for (i = 0; i < CFG_COUNT; i++)
+            params[i] = OSSL_PARAM_construct_utf8_ptr(cfg_names[i], (char **)&val[i], 0);
+        params[CFG_COUNT] = OSSL_PARAM_construct_end();
+        if (!get_params(handle, params)) {
+            CONFIG_ERROR(prov, "hwaf: could not read the provider's configuration");
+            return 0;
+        }
+    }
+
+    if (val[CFG_DEBUG] != NULL) {
+        if (!parse_bool(val[CFG_DEBUG], &cfg->debug)) {
+            CONFIG_ERROR(prov, "hwaf: debug = \"%s\": expected yes or no", val[CFG_DEBUG]);
+            return 0;
+        }
+        if (cfg->debug)
+            hwaf_debug_enable();
+    }
+    if (val[CFG_BACKENDS] != NULL) {
+        char *list = normalise_list(val[CFG_BACKENDS]);
+        char *w, *save = NULL;
+
+        if (list == NULL)
+            return 0;
+        for (i = 0; i < HWAF_BE_COUNT; i++)
+            cfg->use_backend[i] = 0;
+        for (w = strtok_r(list, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            for (i = 0; i < HWAF_BE_COUNT; i++)
+                if (strcmp(w, be_names[i]) == 0)
+                    break;
+            if (i == HWAF_BE_COUNT) {
+                CONFIG_ERROR(prov, "hwaf: backends: unknown backend \"%s\" "
+                             "(known: afalg devcrypto)", w);
+                OPENSSL_free(list);
+                return 0;
+            }
+            cfg->use_backend[i] = 1;
+        }
+        OPENSSL_free(list);
+    }
+    if (val[CFG_PREFER] != NULL) {
+        if (strcmp(val[CFG_PREFER], "auto") == 0) {
+            cfg->prefer = -1;
+        } else {
+            for (i = 0; i < HWAF_BE_COUNT; i++)
+                if (strcmp(val[CFG_PREFER], be_names[i]) == 0)
+                    break;
+            if (i == HWAF_BE_COUNT) {
+                CONFIG_ERROR(prov, "hwaf: prefer = \"%s\": expected auto, afalg or devcrypto",
+                             val[CFG_PREFER]);
+                return 0;
+            }
+            cfg->prefer = i;
+        }
+    }
+    if (val[CFG_ALLOW_SOFTWARE] != NULL
+        && !parse_bool(val[CFG_ALLOW_SOFTWARE], &cfg->allow_software)) {
+        CONFIG_ERROR(prov, "hwaf: allow_software = \"%s\": expected yes or no",
+                     val[CFG_ALLOW_SOFTWARE]);
+        return 0;
+    }
+    cfg->hw_drivers = normalise_list(val[CFG_HW_DRIVERS] != NULL ? val[CFG_HW_DRIVERS] : "");
+    cfg->sw_drivers = normalise_list(val[CFG_SW_DRIVERS] != NULL ? val[CFG_SW_DRIVERS] : "");
+    if (cfg->hw_drivers == NULL || cfg->sw_drivers == NULL)
+        return 0;
+    /* A driver named in both lists is a contradiction, not a choice. */
+    {
+        char *list = OPENSSL_strdup(cfg->hw_drivers), *w, *save = NULL;
+
+        if (list == NULL)
+            return 0;
+        for (w = strtok_r(list, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            if (hwaf_config_list_has(cfg->sw_drivers, w)) {
+                CONFIG_ERROR(prov, "hwaf: driver \"%s\" is in both hw_drivers and sw_drivers", w);
+                OPENSSL_free(list);
+                return 0;
+            }
+        }
+        OPENSSL_free(list);
+    }
+
+    HWAF_DEBUG("config: backends afalg=%d devcrypto=%d prefer=%s allow_software=%d "
+               "hw_drivers=[%s] sw_drivers=[%s]",
+               cfg->use_backend[HWAF_BE_AFALG], cfg->use_backend[HWAF_BE_DEVCRYPTO],
+               cfg->prefer < 0 ? "auto" : be_names[cfg->prefer], cfg->allow_software,
+               cfg->hw_drivers, cfg->sw_drivers);
+    return 1;
+}
+
+void hwaf_config_free(hwaf_config *cfg)
+{
+    OPENSSL_free(cfg->hw_drivers);
+    OPENSSL_free(cfg->sw_drivers);
+    cfg->hw_drivers = cfg->sw_drivers = NULL;
+}

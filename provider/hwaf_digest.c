@@ -1,0 +1,294 @@
+/*
+ * The digest layer: EVP's digest calls over a backend's running hash.  The
+ * hash state lives in the kernel, so a copy asks the backend to clone it,
+ * and fork() is handled by a snapshot taken in the parent (hwaf_fork.c).
+ */
+#include <stddef.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/params.h>
+#include "hwaf_local.h"
+#include "hwaf_err.h"
+#include <hwaf/hwaf.h>
+
+typedef struct hwaf_digest_ctx_st {
+    const hwaf_impl *impl;
+    hwaf_be_md *be;
+    hwaf_fork_node node;
+    int snapshot_ok;   /* the last fork snapshot succeeded */
+    int broken;        /* state lost in a child: refuse until init */
+} hwaf_digest_ctx;
+
+#define PROV(ctx) ((ctx)->impl->prov)
+#define FROM_NODE(n) ((hwaf_digest_ctx *)((char *)(n) - offsetof(hwaf_digest_ctx, node)))
+
+static void node_prepare(hwaf_fork_node *n)
+{
+    hwaf_digest_ctx *ctx = FROM_NODE(n);
+
+    ctx->snapshot_ok = ctx->impl->be->md_fork_prepare(ctx->be);
+}
+
+static void node_parent(hwaf_fork_node *n)
+{
+    hwaf_digest_ctx *ctx = FROM_NODE(n);
+
+    ctx->impl->be->md_fork_parent(ctx->be);
+}
+
+static void node_child(hwaf_fork_node *n)
+{
+    hwaf_digest_ctx *ctx = FROM_NODE(n);
+
+    ctx->impl->be->md_fork_child(ctx->be);
+    if (!ctx->snapshot_ok)
+        ctx->broken = 1;
+}
+
+static void attach(hwaf_digest_ctx *ctx, hwaf_be_md *be)
+{
+    ctx->be = be;
+    ctx->node.prepare = node_prepare;
+    ctx->node.parent = node_parent;
+    ctx->node.child = node_child;
+    hwaf_fork_register(&ctx->node);
+}
+
+static void detach(hwaf_digest_ctx *ctx)
+{
+    if (ctx->be == NULL)
+        return;
+    hwaf_fork_unregister(&ctx->node);
+    ctx->impl->be->md_close(ctx->be);
+    ctx->be = NULL;
+}
+
+static OSSL_FUNC_digest_init_fn digest_init;
+static OSSL_FUNC_digest_update_fn digest_update;
+static OSSL_FUNC_digest_final_fn digest_final;
+static OSSL_FUNC_digest_freectx_fn digest_freectx;
+static OSSL_FUNC_digest_dupctx_fn digest_dupctx;
+static OSSL_FUNC_digest_gettable_params_fn digest_gettable_params;
+static OSSL_FUNC_digest_get_ctx_params_fn digest_get_ctx_params;
+static OSSL_FUNC_digest_gettable_ctx_params_fn digest_gettable_ctx_params;
+
+static void *digest_newctx(void *provctx, int alg, int slot)
+{
+    hwaf_prov *prov = provctx;
+    const hwaf_impl *impl = prov->slot[alg][slot];
+    hwaf_digest_ctx *ctx;
+
+    if (impl == NULL)
+        return NULL;
+    ctx = OPENSSL_zalloc(sizeof(*ctx));
+    if (ctx == NULL) {
+        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return NULL;
+    }
+    ctx->impl = impl;
+    return ctx;
+}
+
+static void digest_freectx(void *vctx)
+{
+    hwaf_digest_ctx *ctx = vctx;
+
+    if (ctx == NULL)
+        return;
+    detach(ctx);
+    OPENSSL_free(ctx);
+}
+
+static void *digest_dupctx(void *vctx)
+{
+    hwaf_digest_ctx *src = vctx, *dst;
+    hwaf_be_md *be = NULL;
+
+    if (src->broken) {
+        HWAF_RAISE(PROV(src), HWAF_R_FORK_RECOVERY_FAILED, NULL);
+        return NULL;
+    }
+    if (src->be != NULL && !src->impl->be->md_dup(&be, src->be))
+        return NULL;
+    dst = OPENSSL_zalloc(sizeof(*dst));
+    if (dst == NULL) {
+        if (be != NULL)
+            src->impl->be->md_close(be);
+        HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
+        return NULL;
+    }
+    dst->impl = src->impl;
+    if (be != NULL)
+        attach(dst, be);
+    return dst;
+}
+
+static int digest_init(void *vctx, const OSSL_PARAM params[])
+{
+    hwaf_digest_ctx *ctx = vctx;
+    hwaf_be_md *be;
+
+    ctx->broken = 0;
+    if (ctx->be != NULL && ctx->impl->be->md_reset(ctx->be))
+        return 1;
+    detach(ctx);
+    if (!ctx->impl->be->md_open(&be, ctx->impl))
+        return 0;
+    attach(ctx, be);
+    return 1;
+}
+
+static int digest_ready(hwaf_digest_ctx *ctx)
+{
+    if (ctx->be == NULL) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED, NULL);
+        return 0;
+    }
+    if (ctx->broken) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_FORK_RECOVERY_FAILED,
+                   "the running hash was lost in fork(); initialise again");
+        return 0;
+    }
+    return 1;
+}
+
+static int digest_update(void *vctx, const unsigned char *in, size_t inl)
+{
+    hwaf_digest_ctx *ctx = vctx;
+
+    if (!digest_ready(ctx))
+        return 0;
+    return ctx->impl->be->md_update(ctx->be, in, inl);
+}
+
+static int digest_final(void *vctx, unsigned char *out, size_t *outl,
+                        size_t outsz)
+{
+    hwaf_digest_ctx *ctx = vctx;
+    size_t mdlen = ctx->impl->alg->mdlen;
+
+    if (!digest_ready(ctx))
+        return 0;
+    if (outsz < mdlen) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL,
+                   "%zu bytes, the digest is %zu", outsz, mdlen);
+        return 0;
+    }
+    if (!ctx->impl->be->md_final(ctx->be, out))
+        return 0;
+    *outl = mdlen;
+    return 1;
+}
+
+static int digest_get_params(const hwaf_alg *alg, OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->blocklen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->mdlen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_XOF)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_ALGID_ABSENT)) != NULL
+        && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM digest_known_gettable_params[] = {
+    OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_BLOCK_SIZE, NULL),
+    OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_SIZE, NULL),
+    OSSL_PARAM_int(OSSL_DIGEST_PARAM_XOF, NULL),
+    OSSL_PARAM_int(OSSL_DIGEST_PARAM_ALGID_ABSENT, NULL),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *digest_gettable_params(void *provctx)
+{
+    return digest_known_gettable_params;
+}
+
+static int digest_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    hwaf_digest_ctx *ctx = vctx;
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
+        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->drv.name))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
+        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->be->name))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
+        && !OSSL_PARAM_set_int(p, ctx->impl->hw))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM digest_known_gettable_ctx_params[] = {
+    OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),
+    OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_HW, NULL),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
+{
+    return digest_known_gettable_ctx_params;
+}
+
+#define DIGEST_SLOT(id, s)                                                         \
+    static OSSL_FUNC_digest_newctx_fn dnewctx_##id##_##s;                          \
+    static void *dnewctx_##id##_##s(void *provctx)                                 \
+    {                                                                              \
+        return digest_newctx(provctx, HWAF_ALG_##id, s);                           \
+    }                                                                              \
+    static const OSSL_DISPATCH dfns_##id##_##s[] = {                               \
+        { OSSL_FUNC_DIGEST_NEWCTX, (void (*)(void))dnewctx_##id##_##s },           \
+        { OSSL_FUNC_DIGEST_GET_PARAMS, (void (*)(void))dget_params_##id },         \
+        { OSSL_FUNC_DIGEST_INIT, (void (*)(void))digest_init },                    \
+        { OSSL_FUNC_DIGEST_UPDATE, (void (*)(void))digest_update },                \
+        { OSSL_FUNC_DIGEST_FINAL, (void (*)(void))digest_final },                  \
+        { OSSL_FUNC_DIGEST_FREECTX, (void (*)(void))digest_freectx },              \
+        { OSSL_FUNC_DIGEST_DUPCTX, (void (*)(void))digest_dupctx },                \
+        { OSSL_FUNC_DIGEST_GETTABLE_PARAMS, (void (*)(void))digest_gettable_params }, \
+        { OSSL_FUNC_DIGEST_GET_CTX_PARAMS, (void (*)(void))digest_get_ctx_params }, \
+        { OSSL_FUNC_DIGEST_GETTABLE_CTX_PARAMS,                                    \
+          (void (*)(void))digest_gettable_ctx_params },                            \
+        { 0, NULL }                                                                \
+    };
+
+#define DIGEST_ALG(id, names, kname, kind, mode, kl, ivl, bl, mdl)                 \
+    static OSSL_FUNC_digest_get_params_fn dget_params_##id;                        \
+    static int dget_params_##id(OSSL_PARAM params[])                               \
+    {                                                                              \
+        return digest_get_params(&hwaf_algs[HWAF_ALG_##id], params);               \
+    }                                                                              \
+    DIGEST_SLOT(id, 0) DIGEST_SLOT(id, 1) DIGEST_SLOT(id, 2) DIGEST_SLOT(id, 3)
+
+#define ONLY_DIGEST(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
+    ONLY_DIGEST_##kind(id, names, kname, kind, mode, kl, ivl, bl, mdl)
+#define ONLY_DIGEST_DIGEST DIGEST_ALG
+#define ONLY_DIGEST_CIPHER(...)
+
+HWAF_ALGORITHMS(ONLY_DIGEST)
+
+#define DIGEST_TABLE_ROW(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
+    DIGEST_TABLE_ROW_##kind(id)
+#define DIGEST_TABLE_ROW_DIGEST(id) \
+    [HWAF_ALG_##id] = { dfns_##id##_0, dfns_##id##_1, dfns_##id##_2, dfns_##id##_3 },
+#define DIGEST_TABLE_ROW_CIPHER(id)
+
+static const OSSL_DISPATCH *const digest_tables[HWAF_NALGS][HWAF_NSLOTS] = {
+    HWAF_ALGORITHMS(DIGEST_TABLE_ROW)
+};
+
+const OSSL_DISPATCH *hwaf_digest_dispatch(int alg, int slot)
+{
+    return digest_tables[alg][slot];
+}

@@ -1,0 +1,94 @@
+/* hwaf's error library: reason strings and the core's error upcalls. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include "hwaf_err.h"
+#include "hwaf_local.h"
+
+const OSSL_ITEM hwaf_reason_strings[] = {
+    { HWAF_R_NO_KEY_SET, "no key set" },
+    { HWAF_R_INVALID_KEY_LENGTH, "invalid key length" },
+    { HWAF_R_INVALID_IV_LENGTH, "invalid iv length" },
+    { HWAF_R_XTS_DUPLICATED_KEYS, "xts key halves are equal" },
+    { HWAF_R_XTS_DATA_UNIT_TOO_SMALL, "xts data unit shorter than one block" },
+    { HWAF_R_XTS_DATA_UNIT_TOO_LARGE, "xts data unit too large" },
+    { HWAF_R_UPDATE_AFTER_FINAL, "update after final" },
+    { HWAF_R_OUTPUT_BUFFER_TOO_SMALL, "output buffer too small" },
+    { HWAF_R_WRONG_FINAL_BLOCK_LENGTH, "wrong final block length" },
+    { HWAF_R_BAD_DECRYPT, "bad decrypt" },
+    { HWAF_R_INVALID_PARAMETER, "invalid parameter" },
+    { HWAF_R_BACKEND_UNAVAILABLE, "backend unavailable" },
+    { HWAF_R_KERNEL_OPERATION_FAILED, "kernel crypto operation failed" },
+    { HWAF_R_KERNEL_SHORT_OUTPUT, "kernel returned fewer bytes than asked" },
+    { HWAF_R_INVALID_CONFIG, "invalid configuration" },
+    { HWAF_R_FORK_RECOVERY_FAILED, "could not recover kernel state after fork" },
+    { HWAF_R_MALLOC_FAILURE, "out of memory" },
+    { HWAF_R_NOT_INITIALISED, "operation not initialised" },
+    { 0, NULL }
+};
+
+static OSSL_FUNC_core_new_error_fn *c_new_error;
+static OSSL_FUNC_core_set_error_debug_fn *c_set_error_debug;
+static OSSL_FUNC_core_vset_error_fn *c_vset_error;
+
+void hwaf_err_init(const OSSL_DISPATCH *in)
+{
+    for (; in->function_id != 0; in++) {
+        switch (in->function_id) {
+        case OSSL_FUNC_CORE_NEW_ERROR:
+            c_new_error = OSSL_FUNC_core_new_error(in);
+            break;
+        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
+            c_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
+            break;
+        case OSSL_FUNC_CORE_VSET_ERROR:
+            c_vset_error = OSSL_FUNC_core_vset_error(in);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void vraise(const hwaf_prov *prov, const char *file, int line,
+                   const char *func, int reason, const char *fmt, va_list ap)
+{
+    if (prov == NULL || c_new_error == NULL || c_vset_error == NULL)
+        return;
+    c_new_error(prov->handle);
+    if (c_set_error_debug != NULL)
+        c_set_error_debug(prov->handle, file, line, func);
+    c_vset_error(prov->handle, (uint32_t)reason, fmt, ap);
+}
+
+void hwaf_raise(const hwaf_prov *prov, const char *file, int line,
+                const char *func, int reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vraise(prov, file, line, func, reason, fmt, ap);
+    va_end(ap);
+}
+
+static void raise_fmt(const hwaf_prov *prov, const char *file, int line,
+                      const char *func, int reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vraise(prov, file, line, func, reason, fmt, ap);
+    va_end(ap);
+}
+
+void hwaf_raise_sys(const hwaf_prov *prov, const char *file, int line,
+                    const char *func, int reason, int err, const char *call)
+{
+    char buf[128];
+    const char *msg = buf;
+
+    /* GNU strerror_r may return a static string instead of filling buf. */
+    msg = strerror_r(err, buf, sizeof(buf));
+    raise_fmt(prov, file, line, func, reason, "%s: %s (errno %d)", call, msg, err);
+}

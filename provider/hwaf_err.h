@@ -1,0 +1,51 @@
+/*
+ * hwaf's error library: reason codes with strings, raised through the
+ * core's error upcalls so that they carry the provider's name.
+ */
+#ifndef HWAF_ERR_H
+#define HWAF_ERR_H
+
+#include <openssl/core.h>
+
+struct hwaf_prov_st;
+
+/* Reason codes.  Keep hwaf_reason_strings[] in hwaf_err.c in step. */
+enum {
+    HWAF_R_NO_KEY_SET = 1,
+    HWAF_R_INVALID_KEY_LENGTH,
+    HWAF_R_INVALID_IV_LENGTH,
+    HWAF_R_XTS_DUPLICATED_KEYS,
+    HWAF_R_XTS_DATA_UNIT_TOO_SMALL,
+    HWAF_R_XTS_DATA_UNIT_TOO_LARGE,
+    HWAF_R_UPDATE_AFTER_FINAL,
+    HWAF_R_OUTPUT_BUFFER_TOO_SMALL,
+    HWAF_R_WRONG_FINAL_BLOCK_LENGTH,
+    HWAF_R_BAD_DECRYPT,
+    HWAF_R_INVALID_PARAMETER,
+    HWAF_R_BACKEND_UNAVAILABLE,
+    HWAF_R_KERNEL_OPERATION_FAILED,
+    HWAF_R_KERNEL_SHORT_OUTPUT,
+    HWAF_R_INVALID_CONFIG,
+    HWAF_R_FORK_RECOVERY_FAILED,
+    HWAF_R_MALLOC_FAILURE,
+    HWAF_R_NOT_INITIALISED,
+    HWAF_R_LAST
+};
+
+extern const OSSL_ITEM hwaf_reason_strings[];
+
+/* Called once from OSSL_provider_init with the core's dispatch table. */
+void hwaf_err_init(const OSSL_DISPATCH *in);
+
+void hwaf_raise(const struct hwaf_prov_st *prov, const char *file, int line,
+                const char *func, int reason, const char *fmt, ...);
+/* A failed system call: errno value err is attached as text. */
+void hwaf_raise_sys(const struct hwaf_prov_st *prov, const char *file, int line,
+                    const char *func, int reason, int err, const char *call);
+
+#define HWAF_RAISE(prov, reason, ...) \
+    hwaf_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), __VA_ARGS__)
+#define HWAF_RAISE_SYS(prov, reason, err, call) \
+    hwaf_raise_sys((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), (err), (call))
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * fork() support.
+ *
+ * Ciphers recover lazily: every context remembers the fork generation it was
+ * opened in and, seeing a newer one, drops its (shared) kernel handles and
+ * reopens from the key it keeps.  Running hashes cannot: their state lives
+ * in the kernel and the parent may go on changing it, so each registers a
+ * node here and gets a snapshot taken in the parent just before fork().
+ */
+#include <pthread.h>
+#include "hwaf_local.h"
+#include "hwaf_debug.h"
+
+volatile unsigned int hwaf_fork_generation;
+
+static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
+static hwaf_fork_node fork_head = { &fork_head, &fork_head, NULL, NULL, NULL };
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_ok;
+
+static void fork_prepare(void)
+{
+    hwaf_fork_node *n;
+
+    pthread_mutex_lock(&fork_lock);
+    for (n = fork_head.next; n != &fork_head; n = n->next)
+        n->prepare(n);
+}
+
+static void fork_parent(void)
+{
+    hwaf_fork_node *n;
+
+    for (n = fork_head.next; n != &fork_head; n = n->next)
+        n->parent(n);
+    pthread_mutex_unlock(&fork_lock);
+}
+
+static void fork_child(void)
+{
+    hwaf_fork_node *n;
+
+    __atomic_add_fetch(&hwaf_fork_generation, 1, __ATOMIC_SEQ_CST);
+    for (n = fork_head.next; n != &fork_head; n = n->next)
+        n->child(n);
+    pthread_mutex_init(&fork_lock, NULL);
+}
+
+static void fork_setup(void)
+{
+    /* The module is linked -z nodelete, so these stay valid. */
+    fork_ok = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+}
+
+int hwaf_fork_init(void)
+{
+    pthread_once(&fork_once, fork_setup);
+    return fork_ok;
+}
+
+void hwaf_fork_register(hwaf_fork_node *n)
+{
+    pthread_mutex_lock(&fork_lock);
+    n->next = fork_head.next;
+    n->prev = &fork_head;
+    fork_head.next->prev = n;
+    fork_head.next = n;
+    pthread_mutex_unlock(&fork_lock);
+}
+
+void hwaf_fork_unregister(hwaf_fork_node *n)
+{
+    if (n->next == NULL)
+        return;
+    pthread_mutex_lock(&fork_lock);
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+    n->next = n->prev = NULL;
+    pthread_mutex_unlock(&fork_lock);
+}

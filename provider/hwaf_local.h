@@ -1,0 +1,99 @@
+/*
+ * Provider-wide declarations shared by the upper layers (provider entry,
+ * algorithm table, mode and digest layers).  Backends see only
+ * hwaf_backend.h, hwaf_err.h and hwaf_debug.h.
+ */
+#ifndef HWAF_LOCAL_H
+#define HWAF_LOCAL_H
+
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+#include "hwaf_backend.h"
+
+/*
+ * The algorithm variants, one line each:
+ *   X(id, OpenSSL names, kernel name, kind, mode, key bytes, IV bytes,
+ *     block bytes, digest bytes)
+ * Names and aliases are spelled as OpenSSL's default provider spells them.
+ */
+#define HWAF_ALGORITHMS(X)                                                                 \
+    X(AES_128_CBC, "AES-128-CBC:AES128:2.16.840.1.101.3.4.1.2", "cbc(aes)", CIPHER, CBC, 16, 16, 16, 0) \
+    X(AES_192_CBC, "AES-192-CBC:AES192:2.16.840.1.101.3.4.1.22", "cbc(aes)", CIPHER, CBC, 24, 16, 16, 0) \
+    X(AES_256_CBC, "AES-256-CBC:AES256:2.16.840.1.101.3.4.1.42", "cbc(aes)", CIPHER, CBC, 32, 16, 16, 0) \
+    X(AES_128_CTR, "AES-128-CTR", "ctr(aes)", CIPHER, CTR, 16, 16, 1, 0)                   \
+    X(AES_192_CTR, "AES-192-CTR", "ctr(aes)", CIPHER, CTR, 24, 16, 1, 0)                   \
+    X(AES_256_CTR, "AES-256-CTR", "ctr(aes)", CIPHER, CTR, 32, 16, 1, 0)                   \
+    X(AES_128_XTS, "AES-128-XTS:1.3.111.2.1619.0.1.1", "xts(aes)", CIPHER, XTS, 32, 16, 1, 0) \
+    X(AES_256_XTS, "AES-256-XTS:1.3.111.2.1619.0.1.2", "xts(aes)", CIPHER, XTS, 64, 16, 1, 0) \
+    X(SHA1, "SHA1:SHA-1:SSL3-SHA1:1.3.14.3.2.26", "sha1", DIGEST, NONE, 0, 0, 64, 20)      \
+    X(SHA2_224, "SHA2-224:SHA-224:SHA224:2.16.840.1.101.3.4.2.4", "sha224", DIGEST, NONE, 0, 0, 64, 28) \
+    X(SHA2_256, "SHA2-256:SHA-256:SHA256:2.16.840.1.101.3.4.2.1", "sha256", DIGEST, NONE, 0, 0, 64, 32) \
+    X(SHA2_384, "SHA2-384:SHA-384:SHA384:2.16.840.1.101.3.4.2.2", "sha384", DIGEST, NONE, 0, 0, 128, 48) \
+    X(SHA2_512, "SHA2-512:SHA-512:SHA512:2.16.840.1.101.3.4.2.3", "sha512", DIGEST, NONE, 0, 0, 128, 64)
+
+#define HWAF_ALG_ENUM(id, names, kname, kind, mode, kl, ivl, bl, mdl) HWAF_ALG_##id,
+enum { HWAF_ALGORITHMS(HWAF_ALG_ENUM) HWAF_NALGS };
+
+/* Algorithm table (hwaf_algs.c), indexed by HWAF_ALG_*. */
+extern const hwaf_alg hwaf_algs[HWAF_NALGS];
+
+/*
+ * Implementation slots.  OpenSSL hands newctx only the provider context, so
+ * each (algorithm, slot) pair has its own small dispatch table whose newctx
+ * knows both; the provider fills prov->slot[alg][slot] at load.
+ */
+#define HWAF_SLOT(be_index, hw) ((be_index) * 2 + ((hw) ? 0 : 1))
+#define HWAF_NSLOTS (HWAF_BE_COUNT * 2)
+const OSSL_DISPATCH *hwaf_cipher_dispatch(int alg, int slot);
+const OSSL_DISPATCH *hwaf_digest_dispatch(int alg, int slot);
+
+/* Provider configuration (hwaf_config.c), read once per provider load. */
+typedef struct hwaf_config_st {
+    int use_backend[HWAF_BE_COUNT];  /* "backends" */
+    int prefer;                      /* "prefer": -1 auto, else HWAF_BE_* */
+    int allow_software;              /* "allow_software" */
+    char *hw_drivers;                /* "hw_drivers": normalised " a b c " */
+    char *sw_drivers;                /* "sw_drivers" */
+    int debug;                       /* "debug" */
+} hwaf_config;
+
+int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                     struct hwaf_prov_st *prov, hwaf_config *cfg);
+void hwaf_config_free(hwaf_config *cfg);
+/* 1 when name is in the space-separated list (as normalised by the loader). */
+int hwaf_config_list_has(const char *list, const char *name);
+
+/* One provider load (one library context). */
+typedef struct hwaf_prov_st {
+    const OSSL_CORE_HANDLE *handle;
+    OSSL_LIB_CTX *libctx;
+    hwaf_config cfg;
+    /* Implementations offered. */
+    hwaf_impl *slot[HWAF_NALGS][HWAF_NSLOTS];
+    OSSL_ALGORITHM *ciphers;  /* NULL-terminated, built once at load */
+    OSSL_ALGORITHM *digests;
+    char *algorithms_text;    /* HWAF_PARAM_ALGORITHMS */
+    char *buildinfo;          /* provider "buildinfo" param, with backend status */
+    char be_status[HWAF_BE_COUNT][256];
+} hwaf_prov;
+
+
+/* Hardware classification (hwaf_classify.c). */
+int hwaf_classify(const hwaf_driver *drv, const hwaf_config *cfg);
+
+/* fork() support (hwaf_fork.c). */
+extern volatile unsigned int hwaf_fork_generation;
+int hwaf_fork_init(void);
+typedef struct hwaf_fork_node_st {
+    struct hwaf_fork_node_st *prev, *next;
+    void (*prepare)(struct hwaf_fork_node_st *);
+    void (*parent)(struct hwaf_fork_node_st *);
+    void (*child)(struct hwaf_fork_node_st *);
+} hwaf_fork_node;
+void hwaf_fork_register(hwaf_fork_node *n);
+void hwaf_fork_unregister(hwaf_fork_node *n);
+
+/* The provider entry point of the core library (hwaf_prov.c). */
+OSSL_provider_init_fn hwaf_provider_init;
+
+#endif

@@ -1,0 +1,398 @@
+/*
+ * The provider entry: configuration, the one-time probe of the kernel, the
+ * algorithm tables built from what the probe found, and the provider's own
+ * parameters.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
+#include <openssl/params.h>
+#include "hwaf_local.h"
+#include "hwaf_err.h"
+#include "hwaf_debug.h"
+#include <hwaf/hwaf.h>
+
+#define MAX_DRIVERS 8
+
+static const hwaf_backend *const backends[HWAF_BE_COUNT] = {
+    [HWAF_BE_AFALG] = &hwaf_backend_afalg,
+    [HWAF_BE_DEVCRYPTO] = &hwaf_backend_devcrypto,
+};
+
+/*
+ * What the kernel offers, probed once per process: which backends work and,
+ * per backend and algorithm, the drivers that bind and pass the known answer.
+ */
+static struct {
+    int usable[HWAF_BE_COUNT];
+    char why[HWAF_BE_COUNT][200];
+    hwaf_driver drv[HWAF_BE_COUNT][HWAF_NALGS][MAX_DRIVERS];
+    int ndrv[HWAF_BE_COUNT][HWAF_NALGS];
+} probe;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+/* Run the algorithm's known answer through one driver. */
+static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
+                        const hwaf_driver *drv)
+{
+    hwaf_impl impl;
+    unsigned char out[HWAF_MAX_MD > 64 ? HWAF_MAX_MD : 64];
+    int ok = 0;
+
+    memset(&impl, 0, sizeof(impl));
+    impl.alg = alg;
+    impl.be = be;
+    impl.drv = *drv;
+    if (alg->kind == HWAF_KIND_CIPHER) {
+        hwaf_be_cipher *s;
+
+        if (!be->cipher_open(&s, &impl, alg->kat_key, alg->keylen))
+            return 0;
+        ok = be->cipher_crypt(s, 1, alg->kat_iv, alg->kat_in, out, alg->kat_inlen)
+             && memcmp(out, alg->kat_out, alg->kat_inlen) == 0
+             && be->cipher_crypt(s, 0, alg->kat_iv, alg->kat_out, out, alg->kat_inlen)
+             && memcmp(out, alg->kat_in, alg->kat_inlen) == 0;
+        be->cipher_close(s);
+    } else {
+        hwaf_be_md *s;
+
+        if (!be->md_open(&s, &impl))
+            return 0;
+        ok = be->md_update(s, alg->kat_in, alg->kat_inlen)
+             && be->md_final(s, out)
+             && memcmp(out, alg->kat_out, alg->mdlen) == 0;
+        be->md_close(s);
+    }
+    return ok;
+}
+
+static void probe_kernel(void)
+{
+    int b, a, d, k;
+    hwaf_driver found[MAX_DRIVERS];
+
+    for (b = 0; b < HWAF_BE_COUNT; b++) {
+        const hwaf_backend *be = backends[b];
+
+        probe.usable[b] = be->available(probe.why[b], sizeof(probe.why[b]));
+        HWAF_DEBUG("probe: backend %s: %s", be->name,
+                   probe.usable[b] ? "usable" : probe.why[b]);
+        if (!probe.usable[b])
+            continue;
+        for (a = 0; a < HWAF_NALGS; a++) {
+            int n = be->drivers(&hwaf_algs[a], found, MAX_DRIVERS);
+
+            for (d = 0, k = 0; d < n; d++) {
+                if (!known_answer(be, &hwaf_algs[a], &found[d])) {
+                    HWAF_DEBUG("probe: %s %s driver %s fails its known answer: not offered",
+                               be->name, hwaf_algs[a].kname, found[d].name);
+                    continue;
+                }
+                probe.drv[b][a][k++] = found[d];
+            }
+            probe.ndrv[b][a] = k;
+        }
+    }
+}
+
+/* The best driver of the wanted class, or NULL. */
+static const hwaf_driver *pick(int b, int a, int hw, const hwaf_config *cfg)
+{
+    int d;
+
+    /* Drivers come sorted by kernel priority, highest first. */
+    for (d = 0; d < probe.ndrv[b][a]; d++)
+        if (hwaf_classify(&probe.drv[b][a][d], cfg) == hw)
+            return &probe.drv[b][a][d];
+    return NULL;
+}
+
+static const char *const properties[HWAF_BE_COUNT][2] = {
+    [HWAF_BE_AFALG] = { "provider=hwaf,hw=no,hwaf.backend=afalg",
+                        "provider=hwaf,hw=yes,hwaf.backend=afalg" },
+    [HWAF_BE_DEVCRYPTO] = { "provider=hwaf,hw=no,hwaf.backend=devcrypto",
+                            "provider=hwaf,hw=yes,hwaf.backend=devcrypto" },
+};
+
+/*
+ * Order of implementations of one algorithm: OpenSSL takes the first that
+ * matches a query, so the preferred one goes first.  With prefer = auto:
+ * hardware before software, then /dev/crypto (one ioctl per operation)
+ * before AF_ALG (two system calls).
+ */
+static int rank(const hwaf_config *cfg, int b, int hw)
+{
+    int be_rank = cfg->prefer >= 0 ? (b == cfg->prefer ? 0 : 1)
+                                   : (b == HWAF_BE_DEVCRYPTO ? 0 : 1);
+
+    return cfg->prefer >= 0 ? be_rank * 2 + !hw : !hw * 2 + be_rank;
+}
+
+static int build_tables(hwaf_prov *prov)
+{
+    size_t nc = 0, nd = 0, textlen = 0;
+    int a, b, hw, r;
+    char *t;
+
+    for (a = 0; a < HWAF_NALGS; a++) {
+        for (b = 0; b < HWAF_BE_COUNT; b++) {
+            if (!prov->cfg.use_backend[b] || !probe.usable[b])
+                continue;
+            for (hw = 1; hw >= 0; hw--) {
+                const hwaf_driver *drv;
+                hwaf_impl *impl;
+
+                if (!hw && !prov->cfg.allow_software)
+                    continue;
+                if ((drv = pick(b, a, hw, &prov->cfg)) == NULL)
+                    continue;
+                impl = OPENSSL_zalloc(sizeof(*impl));
+                if (impl == NULL)
+                    return 0;
+                impl->prov = prov;
+                impl->alg = &hwaf_algs[a];
+                impl->be = backends[b];
+                impl->drv = *drv;
+                impl->hw = hw;
+                impl->be_index = b;
+                prov->slot[a][HWAF_SLOT(b, hw)] = impl;
+                if (hwaf_algs[a].kind == HWAF_KIND_CIPHER)
+                    nc++;
+                else
+                    nd++;
+                textlen += strlen(hwaf_algs[a].names) + strlen(drv->name) + 40;
+            }
+        }
+    }
+
+    prov->ciphers = OPENSSL_zalloc((nc + 1) * sizeof(OSSL_ALGORITHM));
+    prov->digests = OPENSSL_zalloc((nd + 1) * sizeof(OSSL_ALGORITHM));
+    prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
+    if (prov->ciphers == NULL || prov->digests == NULL || t == NULL)
+        return 0;
+    nc = nd = 0;
+    for (a = 0; a < HWAF_NALGS; a++) {
+        for (r = 0; r < 4; r++) {
+            for (b = 0; b < HWAF_BE_COUNT; b++) {
+                for (hw = 0; hw <= 1; hw++) {
+                    hwaf_impl *impl = prov->slot[a][HWAF_SLOT(b, hw)];
+                    OSSL_ALGORITHM *alg;
+                    size_t nlen;
+
+                    if (impl == NULL || rank(&prov->cfg, b, hw) != r)
+                        continue;
+                    if (hwaf_algs[a].kind == HWAF_KIND_CIPHER) {
+                        alg = &prov->ciphers[nc++];
+                        alg->implementation = hwaf_cipher_dispatch(a, HWAF_SLOT(b, hw));
+                    } else {
+                        alg = &prov->digests[nd++];
+                        alg->implementation = hwaf_digest_dispatch(a, HWAF_SLOT(b, hw));
+                    }
+                    alg->algorithm_names = hwaf_algs[a].names;
+                    alg->property_definition = properties[b][hw];
+                    alg->algorithm_description = impl->drv.name;
+                    nlen = strcspn(hwaf_algs[a].names, ":");
+                    t += sprintf(t, "%.*s %s %s hw=%s\n", (int)nlen, hwaf_algs[a].names,
+                                 backends[b]->name, impl->drv.name, hw ? "yes" : "no");
+                    HWAF_DEBUG("offer %.*s via %s driver %s hw=%s", (int)nlen,
+                               hwaf_algs[a].names, backends[b]->name, impl->drv.name,
+                               hw ? "yes" : "no");
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+static void prov_free(hwaf_prov *prov)
+{
+    int a, s;
+
+    if (prov == NULL)
+        return;
+    for (a = 0; a < HWAF_NALGS; a++)
+        for (s = 0; s < HWAF_NSLOTS; s++)
+            OPENSSL_free(prov->slot[a][s]);
+    OPENSSL_free(prov->ciphers);
+    OPENSSL_free(prov->digests);
+    OPENSSL_free(prov->algorithms_text);
+    OPENSSL_free(prov->buildinfo);
+    hwaf_config_free(&prov->cfg);
+    OPENSSL_free(prov);
+}
+
+/* ---- provider dispatch ---- */
+
+static OSSL_FUNC_provider_teardown_fn prov_teardown;
+static OSSL_FUNC_provider_gettable_params_fn prov_gettable_params;
+static OSSL_FUNC_provider_get_params_fn prov_get_params;
+static OSSL_FUNC_provider_query_operation_fn prov_query;
+static OSSL_FUNC_provider_get_reason_strings_fn prov_reason_strings;
+
+static void prov_teardown(void *provctx)
+{
+    prov_free(provctx);
+}
+
+static const OSSL_PARAM prov_param_types[] = {
+    OSSL_PARAM_DEFN(OSSL_PROV_PARAM_NAME, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(OSSL_PROV_PARAM_VERSION, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(OSSL_PROV_PARAM_BUILDINFO, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(OSSL_PROV_PARAM_STATUS, OSSL_PARAM_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_STATUS, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_STATUS, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_ALGORITHMS, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *prov_gettable_params(void *provctx)
+{
+    return prov_param_types;
+}
+
+static int set_str(OSSL_PARAM params[], const char *key, const char *v)
+{
+    OSSL_PARAM *p = OSSL_PARAM_locate(params, key);
+
+    if (p == NULL)
+        return 1;
+    if (p->data_type == OSSL_PARAM_UTF8_STRING)
+        return OSSL_PARAM_set_utf8_string(p, v);
+    return OSSL_PARAM_set_utf8_ptr(p, v);
+}
+
+static int set_u64(OSSL_PARAM params[], const char *key, uint64_t v)
+{
+    OSSL_PARAM *p = OSSL_PARAM_locate(params, key);
+
+    return p == NULL || OSSL_PARAM_set_uint64(p, v);
+}
+
+static int prov_get_params(void *provctx, OSSL_PARAM params[])
+{
+    hwaf_prov *prov = provctx;
+    OSSL_PARAM *p;
+    uint64_t ops, bytes;
+
+    if (!set_str(params, OSSL_PROV_PARAM_NAME, "hwaf: Linux kernel crypto API offload")
+        || !set_str(params, OSSL_PROV_PARAM_VERSION, HWAF_VERSION_STR)
+        || !set_str(params, OSSL_PROV_PARAM_BUILDINFO, prov->buildinfo)
+        || !set_str(params, HWAF_PARAM_AFALG_STATUS, prov->be_status[HWAF_BE_AFALG])
+        || !set_str(params, HWAF_PARAM_DEVCRYPTO_STATUS, prov->be_status[HWAF_BE_DEVCRYPTO])
+        || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL
+        && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    hwaf_stats_get(HWAF_BE_AFALG, &ops, &bytes);
+    if (!set_u64(params, HWAF_PARAM_AFALG_OPS, ops)
+        || !set_u64(params, HWAF_PARAM_AFALG_BYTES, bytes))
+        return 0;
+    hwaf_stats_get(HWAF_BE_DEVCRYPTO, &ops, &bytes);
+    return set_u64(params, HWAF_PARAM_DEVCRYPTO_OPS, ops)
+           && set_u64(params, HWAF_PARAM_DEVCRYPTO_BYTES, bytes);
+}
+
+static const OSSL_ALGORITHM *prov_query(void *provctx, int operation_id,
+                                        int *no_cache)
+{
+    hwaf_prov *prov = provctx;
+
+    *no_cache = 0;
+    switch (operation_id) {
+    case OSSL_OP_CIPHER:
+        return prov->ciphers;
+    case OSSL_OP_DIGEST:
+        return prov->digests;
+    }
+    return NULL;
+}
+
+static const OSSL_ITEM *prov_reason_strings(void *provctx)
+{
+    return hwaf_reason_strings;
+}
+
+static const OSSL_DISPATCH prov_dispatch[] = {
+    { OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))prov_teardown },
+    { OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))prov_gettable_params },
+    { OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))prov_get_params },
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))prov_query },
+    { OSSL_FUNC_PROVIDER_GET_REASON_STRINGS, (void (*)(void))prov_reason_strings },
+    { 0, NULL }
+};
+
+static void describe_backends(hwaf_prov *prov)
+{
+    int b, a, n;
+    size_t len;
+
+    for (b = 0; b < HWAF_BE_COUNT; b++) {
+        for (a = 0, n = 0; a < HWAF_NALGS; a++)
+            n += prov->slot[a][HWAF_SLOT(b, 0)] != NULL
+                 || prov->slot[a][HWAF_SLOT(b, 1)] != NULL;
+        if (!prov->cfg.use_backend[b])
+            snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
+                     "disabled by the configuration (backends)");
+        else if (!probe.usable[b])
+            snprintf(prov->be_status[b], sizeof(prov->be_status[b]), "unusable: %s",
+                     probe.why[b]);
+        else
+            snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
+                     "usable, %d of %d algorithms offered", n, HWAF_NALGS);
+    }
+    len = 64 + sizeof(prov->be_status);
+    prov->buildinfo = OPENSSL_malloc(len);
+    if (prov->buildinfo != NULL)
+        snprintf(prov->buildinfo, len, "hwaf %s for %s; afalg: %s; devcrypto: %s",
+                 HWAF_VERSION_STR, OPENSSL_VERSION_TEXT,
+                 prov->be_status[HWAF_BE_AFALG], prov->be_status[HWAF_BE_DEVCRYPTO]);
+}
+
+int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                       const OSSL_DISPATCH **out, void **provctx)
+{
+    OSSL_FUNC_core_get_libctx_fn *get_libctx = NULL;
+    const OSSL_DISPATCH *d;
+    hwaf_prov *prov;
+
+    hwaf_err_init(in);
+    for (d = in; d->function_id != 0; d++)
+        if (d->function_id == OSSL_FUNC_CORE_GET_LIBCTX)
+            get_libctx = OSSL_FUNC_core_get_libctx(d);
+
+    prov = OPENSSL_zalloc(sizeof(*prov));
+    if (prov == NULL)
+        return 0;
+    prov->handle = handle;
+    if (get_libctx != NULL)
+        prov->libctx = (OSSL_LIB_CTX *)get_libctx(handle);
+    if (!hwaf_config_load(handle, in, prov, &prov->cfg))
+        goto err;
+    if (!hwaf_fork_init()) {
+        HWAF_RAISE(prov, HWAF_R_FORK_RECOVERY_FAILED, "pthread_atfork failed");
+        goto err;
+    }
+    pthread_once(&probe_once, probe_kernel);
+    if (!build_tables(prov)) {
+        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+        goto err;
+    }
+    describe_backends(prov);
+    if (prov->buildinfo == NULL)
+        goto err;
+    *out = prov_dispatch;
+    *provctx = prov;
+    return 1;
+ err:
+    prov_free(prov);
+    return 0;
+}
