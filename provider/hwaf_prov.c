@@ -112,10 +112,10 @@ static const hwaf_driver *pick(int b, int a, int hw, const hwaf_config *cfg)
 }
 
 static const char *const properties[HWAF_BE_COUNT][2] = {
-    [HWAF_BE_AFALG] = { "provider=hwaf,hw=no,hwaf.backend=afalg",
-                        "provider=hwaf,hw=yes,hwaf.backend=afalg" },
-    [HWAF_BE_DEVCRYPTO] = { "provider=hwaf,hw=no,hwaf.backend=devcrypto",
-                            "provider=hwaf,hw=yes,hwaf.backend=devcrypto" },
+    [HWAF_BE_AFALG] = { "provider=hwaf,hwaf.hw=no,hwaf.backend=afalg",
+                        "provider=hwaf,hwaf.hw=yes,hwaf.backend=afalg" },
+    [HWAF_BE_DEVCRYPTO] = { "provider=hwaf,hwaf.hw=no,hwaf.backend=devcrypto",
+                            "provider=hwaf,hwaf.hw=yes,hwaf.backend=devcrypto" },
 };
 
 /*

@@ -10,8 +10,14 @@
 
 #define HWAF_PROVIDER_NAME "hwaf"
 
-/* Properties carried by every implementation (besides provider=hwaf). */
-#define HWAF_PROP_HW "hw"                  /* "yes" | "no" */
+/*
+ * Properties carried by every implementation (besides provider=hwaf).
+ * OpenSSL 3 lets a provider define only dotted property names (apart from
+ * its six built-in ones such as "provider" and "fips"), so the hardware
+ * class is "hwaf.hw": fetch with "hwaf.hw=yes".  A bare "hw=yes" query names
+ * a property no provider can define and never matches anything.
+ */
+#define HWAF_PROP_HW "hwaf.hw"             /* "yes" | "no" */
 #define HWAF_PROP_BACKEND "hwaf.backend"   /* "afalg" | "devcrypto" */
 
 /*
