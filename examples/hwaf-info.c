@@ -1,0 +1,203 @@
+/*
+ * hwaf-info: what the hwaf provider offers on this machine, and proof that
+ * it works.  Lists every implementation with its kernel driver and hardware
+ * class, then runs a sample through each one and checks the result against
+ * OpenSSL's default provider.  Exit status 0 only when hwaf offered at least
+ * one algorithm and every check matched.
+ *
+ *   hwaf-info [-q]        (OPENSSL_MODULES must point at hwaf.so's folder
+ *                          unless it is installed)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+#include <hwaf/hwaf.h>
+
+static const char *const ciphers[] = {
+    "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "AES-128-CTR", "AES-192-CTR",
+    "AES-256-CTR", "AES-128-XTS", "AES-256-XTS"
+};
+static const char *const digests[] = {
+    "SHA1", "SHA2-224", "SHA2-256", "SHA2-384", "SHA2-512"
+};
+
+static unsigned char sample[4096 + 13];
+static unsigned char key[64], iv[16];
+
+static int run_cipher(OSSL_LIB_CTX *lib, const char *name, const char *propq,
+                      int enc, const unsigned char *in, int inl,
+                      unsigned char *out, char *driver, size_t drvlen)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(lib, name, propq);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int ok = 0, l1 = 0, l2 = 0;
+
+    if (c != NULL && ctx != NULL
+        && EVP_CipherInit_ex2(ctx, c, key, iv, enc, NULL)
+        && EVP_CipherUpdate(ctx, out, &l1, in, inl)
+        && EVP_CipherFinal_ex(ctx, out + l1, &l2))
+        ok = l1 + l2;
+    if (ok && driver != NULL) {
+        OSSL_PARAM p[] = {
+            OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, driver, drvlen),
+            OSSL_PARAM_END
+        };
+        if (!EVP_CIPHER_CTX_get_params(ctx, p))
+            snprintf(driver, drvlen, "?");
+    }
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(c);
+    return ok;
+}
+
+static int check_cipher(OSSL_LIB_CTX *lib, const char *name, const char *propq)
+{
+    static unsigned char a[sizeof(sample) + 32], b[sizeof(sample) + 32],
+        back[sizeof(sample) + 32];
+    char driver[128] = "";
+    int la, lb, lback, inl = sizeof(sample);
+
+    if (strstr(name, "XTS") != NULL)
+        inl = 4096; /* one data unit */
+    la = run_cipher(lib, name, propq, 1, sample, inl, a, driver, sizeof(driver));
+    lb = run_cipher(lib, name, "provider=default", 1, sample, inl, b, NULL, 0);
+    if (la == 0)
+        return -1;
+    lback = run_cipher(lib, name, "provider=default", 0, a, la, back, NULL, 0);
+    printf("  %-12s %-32s %s\n", name, driver,
+           la == lb && memcmp(a, b, la) == 0 && lback == inl
+           && memcmp(back, sample, inl) == 0 ? "matches default provider" : "MISMATCH");
+    return la == lb && memcmp(a, b, la) == 0 && lback == inl
+           && memcmp(back, sample, inl) == 0;
+}
+
+static int check_digest(OSSL_LIB_CTX *lib, const char *name, const char *propq)
+{
+    EVP_MD *h = EVP_MD_fetch(lib, name, propq), *d = EVP_MD_fetch(lib, name, "provider=default");
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned char a[64], b[64];
+    unsigned int la = 0, lb = 0;
+    char driver[128] = "?";
+    OSSL_PARAM p[] = {
+        OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, driver, sizeof(driver)),
+        OSSL_PARAM_END
+    };
+    int ok = -1;
+
+    if (h != NULL && d != NULL && ctx != NULL
+        && EVP_DigestInit_ex(ctx, h, NULL)
+        && EVP_DigestUpdate(ctx, sample, sizeof(sample))
+        && EVP_MD_CTX_get_params(ctx, p)
+        && EVP_DigestFinal_ex(ctx, a, &la)
+        && EVP_Digest(sample, sizeof(sample), b, &lb, d, NULL)) {
+        ok = la == lb && memcmp(a, b, la) == 0;
+        printf("  %-12s %-32s %s\n", name, driver,
+               ok ? "matches default provider" : "MISMATCH");
+    }
+    EVP_MD_CTX_free(ctx);
+    EVP_MD_free(h);
+    EVP_MD_free(d);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    OSSL_LIB_CTX *lib = OSSL_LIB_CTX_new();
+    OSSL_PROVIDER *hwaf, *dflt;
+    const char *afalg = NULL, *devcrypto = NULL, *algs = NULL;
+    uint64_t ops = 0, bytes = 0;
+    OSSL_PARAM p[] = {
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&afalg, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, (char **)&devcrypto, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_ALGORITHMS, (char **)&algs, 0),
+        OSSL_PARAM_END
+    };
+    int checked = 0, failed = 0, hw;
+    size_t i;
+
+    (void)argc;
+    (void)argv;
+    for (i = 0; i < sizeof(sample); i++)
+        sample[i] = (unsigned char)(i * 131 + 7);
+    for (i = 0; i < sizeof(key); i++)
+        key[i] = (unsigned char)(i * 13 + 1);
+    for (i = 0; i < sizeof(iv); i++)
+        iv[i] = (unsigned char)(0xf0 + i);
+
+    hwaf = OSSL_PROVIDER_load(lib, HWAF_PROVIDER_NAME);
+    dflt = OSSL_PROVIDER_load(lib, "default");
+    if (hwaf == NULL || dflt == NULL) {
+        fprintf(stderr, "hwaf-info: cannot load the %s provider\n",
+                hwaf == NULL ? "hwaf" : "default");
+        ERR_print_errors_fp(stderr);
+        return 2;
+    }
+    if (!OSSL_PROVIDER_get_params(hwaf, p)) {
+        ERR_print_errors_fp(stderr);
+        return 2;
+    }
+    printf("hwaf backends\n  afalg:     %s\n  devcrypto: %s\n", afalg, devcrypto);
+    printf("implementations offered (algorithm backend driver class)\n");
+    if (algs[0] == '\0')
+        printf("  none\n");
+    for (const char *l = algs; *l != '\0';) {
+        size_t n = strcspn(l, "\n");
+
+        printf("  %.*s\n", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+
+    for (hw = 1; hw >= 0; hw--) {
+        const char *propq = hw ? "provider=hwaf,hwaf.hw=yes" : "provider=hwaf,hwaf.hw=no";
+
+        int before = checked;
+
+        printf("checks through %s\n", propq);
+        for (i = 0; i < sizeof(ciphers) / sizeof(ciphers[0]); i++) {
+            int r = check_cipher(lib, ciphers[i], propq);
+
+            checked += r >= 0;
+            failed += r == 0;
+        }
+        for (i = 0; i < sizeof(digests) / sizeof(digests[0]); i++) {
+            int r = check_digest(lib, digests[i], propq);
+
+            checked += r >= 0;
+            failed += r == 0;
+        }
+        if (checked == before)
+            printf("  none offered\n");
+    }
+    {
+        OSSL_PARAM q[] = {
+            OSSL_PARAM_uint64(HWAF_PARAM_AFALG_OPS, &ops),
+            OSSL_PARAM_uint64(HWAF_PARAM_AFALG_BYTES, &bytes),
+            OSSL_PARAM_END
+        };
+
+        OSSL_PROVIDER_get_params(hwaf, q);
+        printf("work handed to AF_ALG: %llu operations, %llu bytes\n",
+               (unsigned long long)ops, (unsigned long long)bytes);
+    }
+    {
+        OSSL_PARAM q[] = {
+            OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_OPS, &ops),
+            OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_BYTES, &bytes),
+            OSSL_PARAM_END
+        };
+
+        OSSL_PROVIDER_get_params(hwaf, q);
+        printf("work handed to /dev/crypto: %llu operations, %llu bytes\n",
+               (unsigned long long)ops, (unsigned long long)bytes);
+    }
+    printf("%d checked, %d failed\n", checked, failed);
+    OSSL_PROVIDER_unload(hwaf);
+    OSSL_PROVIDER_unload(dflt);
+    OSSL_LIB_CTX_free(lib);
+    return checked > 0 && failed == 0 ? 0 : 1;
+}
