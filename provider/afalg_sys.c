@@ -149,6 +149,39 @@ int afalg_read_all(int op, void *out, size_t len)
     return 0;
 }
 
+int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
+                    int more)
+{
+    struct iovec iov;
+    size_t left = len;
+    ssize_t n;
+
+    iov.iov_base = (void *)in;
+    iov.iov_len = len;
+    while (iov.iov_len > 0) {
+        n = vmsplice(pipe_w, &iov, 1, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        iov.iov_base = (char *)iov.iov_base + n;
+        iov.iov_len -= (size_t)n;
+    }
+    while (left > 0) {
+        n = splice(pipe_r, NULL, op, NULL, left, more ? SPLICE_F_MORE : 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO;
+        left -= (size_t)n;
+    }
+    return 0;
+}
+
 static void field(const char *line, const char *key, char *dst, size_t dstlen)
 {
     size_t kl = strlen(key);

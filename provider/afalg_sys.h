@@ -28,6 +28,16 @@ int afalg_send_all(int op, const void *in, size_t len, int more);
 /* read() until len bytes arrived; 0, -errno, or -EIO on a short read. */
 int afalg_read_all(int op, void *out, size_t len);
 
+/*
+ * Zero-copy input: move len bytes of page-aligned user memory into the
+ * operation socket through a pipe (vmsplice + splice, never SPLICE_F_GIFT).
+ * more: the operation goes on after these bytes.  len must fit both the
+ * pipe and the socket's send buffer, or this waits for a reader that never
+ * comes.  0 or -errno.
+ */
+int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
+                    int more);
+
 /* What the kernel's registry says about one driver. */
 typedef struct afalg_reginfo_st {
     char name[128];

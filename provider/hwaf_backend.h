@@ -53,6 +53,9 @@ typedef struct hwaf_impl_st {
     hwaf_driver drv;
     int hw;               /* final classification, after config overrides */
     int be_index;         /* index of the backend in the counters array */
+    int zerocopy;         /* page-aligned input without copying: -1 when the
+                           * backend measures whether it pays, 0 never, 1 always */
+    size_t zerocopy_min;  /* ...for operations of at least this many bytes */
 } hwaf_impl;
 
 typedef struct hwaf_be_cipher_st hwaf_be_cipher; /* opaque, backend-owned */

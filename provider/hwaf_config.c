@@ -4,6 +4,7 @@
  * docs/config.md documents every key.
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/crypto.h>
@@ -15,7 +16,7 @@
 #include "hwaf_debug.h"
 
 enum { CFG_BACKENDS, CFG_PREFER, CFG_ALLOW_SOFTWARE, CFG_HW_DRIVERS,
-       CFG_SW_DRIVERS, CFG_DEBUG, CFG_COUNT };
+       CFG_SW_DRIVERS, CFG_DEBUG, CFG_ZEROCOPY, CFG_ZEROCOPY_MIN, CFG_COUNT };
 
 static const char *const cfg_names[CFG_COUNT] = {
     [CFG_BACKENDS] = "backends",
@@ -24,7 +25,11 @@ static const char *const cfg_names[CFG_COUNT] = {
     [CFG_HW_DRIVERS] = "hw_drivers",
     [CFG_SW_DRIVERS] = "sw_drivers",
     [CFG_DEBUG] = "debug",
+    [CFG_ZEROCOPY] = "zerocopy",
+    [CFG_ZEROCOPY_MIN] = "zerocopy_min",
 };
+
+#define ZEROCOPY_MIN_DEFAULT (64 * 1024)
 
 static const char *const be_names[HWAF_BE_COUNT] = {
     [HWAF_BE_AFALG] = "afalg",
@@ -109,6 +114,8 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         cfg->use_backend[i] = 1;
     cfg->prefer = -1;
     cfg->allow_software = 1;
+    cfg->zerocopy = -1;
+    cfg->zerocopy_min = ZEROCOPY_MIN_DEFAULT;
 
     for (; in->function_id != 0; in++)
         if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
@@ -174,6 +181,24 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                      val[CFG_ALLOW_SOFTWARE]);
         return 0;
     }
+    if (val[CFG_ZEROCOPY] != NULL && strcmp(val[CFG_ZEROCOPY], "auto") != 0
+        && !parse_bool(val[CFG_ZEROCOPY], &cfg->zerocopy)) {
+        CONFIG_ERROR(prov, "hwaf: zerocopy = \"%s\": expected auto, yes or no",
+                     val[CFG_ZEROCOPY]);
+        return 0;
+    }
+    if (val[CFG_ZEROCOPY_MIN] != NULL) {
+        char *end;
+        unsigned long long v = strtoull(val[CFG_ZEROCOPY_MIN], &end, 10);
+
+        if (end == val[CFG_ZEROCOPY_MIN] || *end != '\0' || val[CFG_ZEROCOPY_MIN][0] == '-'
+            || v < 4096 || v > (1ull << 30)) {
+            CONFIG_ERROR(prov, "hwaf: zerocopy_min = \"%s\": expected a number of bytes "
+                         "from 4096 to 1073741824", val[CFG_ZEROCOPY_MIN]);
+            return 0;
+        }
+        cfg->zerocopy_min = (size_t)v;
+    }
     cfg->hw_drivers = normalise_list(val[CFG_HW_DRIVERS] != NULL ? val[CFG_HW_DRIVERS] : "");
     cfg->sw_drivers = normalise_list(val[CFG_SW_DRIVERS] != NULL ? val[CFG_SW_DRIVERS] : "");
     if (cfg->hw_drivers == NULL || cfg->sw_drivers == NULL)
@@ -195,10 +220,11 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     }
 
     HWAF_DEBUG("config: backends afalg=%d devcrypto=%d prefer=%s allow_software=%d "
-               "hw_drivers=[%s] sw_drivers=[%s]",
+               "hw_drivers=[%s] sw_drivers=[%s] zerocopy=%s zerocopy_min=%zu",
                cfg->use_backend[HWAF_BE_AFALG], cfg->use_backend[HWAF_BE_DEVCRYPTO],
                cfg->prefer < 0 ? "auto" : be_names[cfg->prefer], cfg->allow_software,
-               cfg->hw_drivers, cfg->sw_drivers);
+               cfg->hw_drivers, cfg->sw_drivers,
+               cfg->zerocopy < 0 ? "auto" : cfg->zerocopy ? "yes" : "no", cfg->zerocopy_min);
     return 1;
 }
 

@@ -55,6 +55,8 @@ typedef struct hwaf_config_st {
     char *hw_drivers;                /* "hw_drivers": normalised " a b c " */
     char *sw_drivers;                /* "sw_drivers" */
     int debug;                       /* "debug" */
+    int zerocopy;                    /* "zerocopy": -1 auto, 0 no, 1 yes */
+    size_t zerocopy_min;             /* "zerocopy_min" (bytes) */
 } hwaf_config;
 
 int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,

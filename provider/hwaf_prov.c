@@ -159,6 +159,8 @@ static int build_tables(hwaf_prov *prov)
                 impl->drv = *drv;
                 impl->hw = hw;
                 impl->be_index = b;
+                impl->zerocopy = prov->cfg.zerocopy;
+                impl->zerocopy_min = prov->cfg.zerocopy_min;
                 prov->slot[a][HWAF_SLOT(b, hw)] = impl;
                 if (hwaf_algs[a].kind == HWAF_KIND_CIPHER)
                     nc++;
