@@ -1,0 +1,988 @@
+/*
+ * The /dev/crypto backend (cryptodev-linux).
+ *
+ * One open file and one kernel session per object.  A cipher operation is
+ * one CIOCCRYPT carrying the IV explicitly; a hash is a session fed with
+ * COP_FLAG_UPDATE and read with COP_FLAG_FINAL, copied with CIOCCPHASH.
+ *
+ * Things the module does not do and this file does on its behalf:
+ *  - XTS data units that are not a multiple of 16 bytes: cryptodev checks
+ *    the length against the transform's block size, so ciphertext stealing
+ *    is done here, over two ecb(aes) sessions (tweak key and data key), as
+ *    are XTS units larger than the device accepts in one operation.
+ *  - Buffers that miss the session's alignment: cryptodev would copy them a
+ *    page at a time (one kernel request per page, which also restarts the
+ *    XTS tweak on every page); they go through an aligned bounce buffer.
+ *  - Operations larger than the device takes at once (a CUSE device takes
+ *    about 128 KiB): they are split, CBC and CTR chaining done here.
+ *
+ * fork(): sessions belong to the open file, which parent and child share.
+ * See md_fork_* below and docs/devcrypto.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cryptodev_abi.h"
+#include "hwaf_backend.h"
+#include "hwaf_debug.h"
+#include "hwaf_err.h"
+
+#define DC_DEVICE "/dev/crypto"
+#define DC_BLOCK 16
+/* Largest single operation tried first, and the floor of the learned limit. */
+#define DC_OP_MAX (16u << 20)
+#define DC_OP_MIN 4096u
+/* Bounce buffer for misaligned data: processed in pieces of this size. */
+#define DC_BOUNCE 65536u
+#define DC_BOUNCE_ALIGN 64u
+
+/*
+ * The largest operation the device has accepted: lowered when an operation
+ * fails with ENOMEM/E2BIG (a CUSE device cannot move more than its request
+ * size), shared by every object since it is a property of the device.
+ */
+static unsigned int dc_op_limit = DC_OP_MAX;
+
+struct hwaf_be_cipher_st {
+    const hwaf_impl *impl;
+    int fd;
+    uint32_t ses;
+    int have_ses;
+    size_t align;              /* alignmask + 1 */
+    unsigned char *bounce;     /* DC_BOUNCE bytes, allocated on first use */
+    /* XTS only: the key (for the ecb(aes) sessions, opened on first use). */
+    unsigned char key[HWAF_MAX_KEY];
+    size_t keylen;
+    uint32_t ecb_data, ecb_tweak;
+    int have_ecb;
+};
+
+struct hwaf_be_md_st {
+    const hwaf_impl *impl;
+    int fd;
+    uint32_t ses;
+    int have_ses;     /* 0: a session is created on first use */
+    int fresh;        /* no data since open/final/reset: next op resets */
+    int broken;       /* the running state was lost across fork() */
+    uint32_t snap;    /* fork snapshot (a session of the same file) */
+    int have_snap;
+    size_t align;
+    unsigned char *bounce;
+};
+
+/* ---- system-call layer: -errno on failure, errno saved at once ---- */
+
+static int dc_open(void)
+{
+    int fd = open(DC_DEVICE, O_RDWR | O_CLOEXEC);
+
+    return fd < 0 ? -errno : fd;
+}
+
+static int dc_ioctl(int fd, unsigned long req, void *arg)
+{
+    int r;
+
+    do
+        r = ioctl(fd, req, arg);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : 0;
+}
+
+static int dc_session(int fd, uint32_t cipher, uint32_t mac,
+                      const unsigned char *key, size_t keylen, uint32_t *ses)
+{
+    struct session_op sop;
+    int r;
+
+    memset(&sop, 0, sizeof(sop));
+    sop.cipher = cipher;
+    sop.mac = mac;
+    sop.keylen = (uint32_t)keylen;
+    sop.key = (uint8_t *)key;
+    r = dc_ioctl(fd, CIOCGSESSION, &sop);
+    if (r == 0)
+        *ses = sop.ses;
+    return r;
+}
+
+static int dc_session_info(int fd, uint32_t ses, struct session_info_op *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->ses = ses;
+    return dc_ioctl(fd, CIOCGSESSINFO, info);
+}
+
+static void dc_free_session(int fd, uint32_t ses)
+{
+    int r = dc_ioctl(fd, CIOCFSESSION, &ses);
+
+    if (r < 0)
+        HWAF_DEBUG("CIOCFSESSION %08x: %s", ses, strerror(-r));
+}
+
+static int dc_crypt(int fd, uint32_t ses, int op, int flags,
+                    const unsigned char *iv, const unsigned char *src,
+                    unsigned char *dst, size_t len, unsigned char *mac)
+{
+    struct crypt_op cop;
+
+    memset(&cop, 0, sizeof(cop));
+    cop.ses = ses;
+    cop.op = (uint16_t)op;
+    cop.flags = (uint16_t)flags;
+    cop.len = (uint32_t)len;
+    cop.src = (uint8_t *)src;
+    cop.dst = dst;
+    cop.mac = mac;
+    cop.iv = (uint8_t *)iv;
+    return dc_ioctl(fd, CIOCCRYPT, &cop);
+}
+
+static unsigned int dc_limit(void)
+{
+    return __atomic_load_n(&dc_op_limit, __ATOMIC_RELAXED);
+}
+
+/*
+ * After a failure of an operation of len bytes: 1 when the device probably
+ * refused the size and the limit was lowered (retry in smaller pieces).
+ */
+static int dc_too_large(int err, size_t len)
+{
+    unsigned int want;
+
+    if ((err != -ENOMEM && err != -E2BIG) || len <= DC_OP_MIN)
+        return 0;
+    if (len > dc_limit())
+        return 1;  /* lowered meanwhile by another operation */
+    want = (unsigned int)(len / 2) & ~(DC_OP_MIN - 1);
+    if (want < DC_OP_MIN)
+        want = DC_OP_MIN;
+    __atomic_store_n(&dc_op_limit, want, __ATOMIC_RELAXED);
+    HWAF_DEBUG("device refused %zu bytes in one operation; limit now %u",
+               len, want);
+    return 1;
+}
+
+/* ---- algorithm ids ---- */
+
+static int dc_ids(const hwaf_alg *alg, uint32_t *cipher, uint32_t *mac)
+{
+    static const struct {
+        const char *kname;
+        uint32_t cipher, mac;
+    } map[] = {
+        { "cbc(aes)", CRYPTO_AES_CBC, 0 },
+        { "ctr(aes)", CRYPTO_AES_CTR, 0 },
+        { "xts(aes)", CRYPTO_AES_XTS, 0 },
+        { "sha1", 0, CRYPTO_SHA1 },
+        { "sha224", 0, CRYPTO_SHA2_224 },
+        { "sha256", 0, CRYPTO_SHA2_256 },
+        { "sha384", 0, CRYPTO_SHA2_384 },
+        { "sha512", 0, CRYPTO_SHA2_512 },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (strcmp(alg->kname, map[i].kname) == 0) {
+            *cipher = map[i].cipher;
+            *mac = map[i].mac;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void *dc_aligned_alloc(size_t align, size_t len)
+{
+    void *p = NULL;
+
+    if (align < DC_BOUNCE_ALIGN)
+        align = DC_BOUNCE_ALIGN;
+    if (posix_memalign(&p, align, len) != 0)
+        return NULL;
+    return p;
+}
+
+static int dc_aligned(const void *p, size_t align)
+{
+    return p == NULL || ((uintptr_t)p & (align - 1)) == 0;
+}
+
+/* ---- once per process ---- */
+
+static int dc_available(char *why, size_t whylen)
+{
+    int fd = dc_open();
+
+    if (fd < 0) {
+        if (fd == -ENOENT || fd == -ENXIO || fd == -ENODEV)
+            snprintf(why, whylen, "%s does not exist (the cryptodev-linux "
+                     "module is not loaded)", DC_DEVICE);
+        else
+            snprintf(why, whylen, "cannot open %s: %s", DC_DEVICE,
+                     strerror(-fd));
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+/* The known answer of alg through session ses of fd: 1 when it matches. */
+static int dc_kat(int fd, uint32_t ses, const hwaf_alg *alg)
+{
+    unsigned char out[256], iv[HWAF_MAX_IV], md[AALG_MAX_RESULT_LEN];
+    int r;
+
+    if (alg->kat_out == NULL || alg->kat_inlen > sizeof(out))
+        return 1;
+    if (alg->kind == HWAF_KIND_CIPHER) {
+        memcpy(iv, alg->kat_iv, alg->ivlen);
+        r = dc_crypt(fd, ses, COP_ENCRYPT, 0, iv, alg->kat_in, out,
+                     alg->kat_inlen, NULL);
+        if (r == 0 && memcmp(out, alg->kat_out, alg->kat_inlen) != 0)
+            r = -EBADMSG;
+        if (r == 0) {
+            memcpy(iv, alg->kat_iv, alg->ivlen);
+            r = dc_crypt(fd, ses, COP_DECRYPT, 0, iv, alg->kat_out, out,
+                         alg->kat_inlen, NULL);
+            if (r == 0 && memcmp(out, alg->kat_in, alg->kat_inlen) != 0)
+                r = -EBADMSG;
+        }
+    } else {
+        r = dc_crypt(fd, ses, COP_ENCRYPT, COP_FLAG_UPDATE | COP_FLAG_RESET,
+                     NULL, alg->kat_in, NULL, alg->kat_inlen, NULL);
+        if (r == 0)
+            r = dc_crypt(fd, ses, COP_ENCRYPT, COP_FLAG_FINAL, NULL, NULL,
+                         NULL, 0, md);
+        if (r == 0 && memcmp(md, alg->kat_out, alg->mdlen) != 0)
+            r = -EBADMSG;
+    }
+    if (r < 0)
+        HWAF_DEBUG("devcrypto %s: known answer failed: %s", alg->kname,
+                   r == -EBADMSG ? "wrong output" : strerror(-r));
+    return r == 0;
+}
+
+/*
+ * /dev/crypto binds the kernel's highest-priority driver by itself: one
+ * driver per algorithm, whatever CIOCGSESSINFO reports.
+ */
+static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
+{
+    struct session_info_op info;
+    uint32_t cipher, mac, ses;
+    const struct alg_info *ai;
+    int fd, r, n = 0;
+
+    if (max < 1 || !dc_ids(alg, &cipher, &mac))
+        return 0;
+    fd = dc_open();
+    if (fd < 0)
+        return 0;
+    r = dc_session(fd, cipher, mac, cipher ? alg->kat_key : NULL,
+                   cipher ? alg->keylen : 0, &ses);
+    if (r < 0) {
+        HWAF_DEBUG("devcrypto %s: no session: %s", alg->kname, strerror(-r));
+        close(fd);
+        return 0;
+    }
+    r = dc_session_info(fd, ses, &info);
+    if (r < 0) {
+        HWAF_DEBUG("devcrypto %s: CIOCGSESSINFO: %s", alg->kname,
+                   strerror(-r));
+    } else if (dc_kat(fd, ses, alg)) {
+        ai = cipher ? &info.cipher_info : &info.hash_info;
+        memset(&out[0], 0, sizeof(out[0]));
+        snprintf(out[0].name, sizeof(out[0].name), "%.*s",
+                 (int)sizeof(ai->cra_driver_name), ai->cra_driver_name);
+        out[0].priority = -1;
+        out[0].hw = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) ? 1 : 0;
+        HWAF_DEBUG("devcrypto %s: driver %s, hw=%d, alignmask %u",
+                   alg->kname, out[0].name, out[0].hw, info.alignmask);
+        n = out[0].name[0] != '\0';
+    }
+    dc_free_session(fd, ses);
+    close(fd);
+    return n;
+}
+
+/* ---- ciphers ---- */
+
+static void dc_cipher_free(hwaf_be_cipher *s, int kernel)
+{
+    if (s == NULL)
+        return;
+    if (kernel && s->fd >= 0) {
+        if (s->have_ses)
+            dc_free_session(s->fd, s->ses);
+        if (s->have_ecb) {
+            dc_free_session(s->fd, s->ecb_data);
+            dc_free_session(s->fd, s->ecb_tweak);
+        }
+    }
+    if (s->fd >= 0)
+        close(s->fd);
+    if (s->bounce != NULL) {
+        OPENSSL_cleanse(s->bounce, DC_BOUNCE);
+        free(s->bounce);
+    }
+    OPENSSL_cleanse(s->key, sizeof(s->key));
+    free(s);
+}
+
+static void dc_cipher_close(hwaf_be_cipher *s)
+{
+    dc_cipher_free(s, 1);
+}
+
+/* The parent still uses the sessions of the shared file: only close ours. */
+static void dc_cipher_abandon(hwaf_be_cipher *s)
+{
+    dc_cipher_free(s, 0);
+}
+
+static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
+                          const unsigned char *key, size_t keylen)
+{
+    const hwaf_alg *alg = impl->alg;
+    struct session_info_op info;
+    hwaf_be_cipher *s;
+    uint32_t cipher, mac;
+    const char *drv;
+    int r;
+
+    *out = NULL;
+    if (!dc_ids(alg, &cipher, &mac) || cipher == 0) {
+        HWAF_RAISE(impl->prov, HWAF_R_BACKEND_UNAVAILABLE,
+                   "devcrypto has no cipher %s", alg->kname);
+        return 0;
+    }
+    if (keylen == 0 || keylen > HWAF_MAX_KEY) {
+        HWAF_RAISE(impl->prov, HWAF_R_INVALID_KEY_LENGTH, "key length %zu",
+                   keylen);
+        return 0;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto cipher");
+        return 0;
+    }
+    s->impl = impl;
+    s->align = 1;
+    s->fd = dc_open();
+    if (s->fd < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
+                       "open(" DC_DEVICE ")");
+        goto err;
+    }
+    r = dc_session(s->fd, cipher, 0, key, keylen, &s->ses);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCGSESSION)");
+        goto err;
+    }
+    s->have_ses = 1;
+    r = dc_session_info(s->fd, s->ses, &info);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCGSESSINFO)");
+        goto err;
+    }
+    s->align = (size_t)info.alignmask + 1;
+    drv = info.cipher_info.cra_driver_name;
+    if (strncmp(drv, impl->drv.name, sizeof(info.cipher_info.cra_driver_name)) != 0) {
+        /* A driver loaded since the probe outranks the one offered. */
+        if (impl->hw && !(info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY)) {
+            HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
+                       "/dev/crypto now binds %.64s instead of hardware driver %s",
+                       drv, impl->drv.name);
+            goto err;
+        }
+        HWAF_DEBUG("devcrypto %s: bound %.64s, offered as %s", alg->kname,
+                   drv, impl->drv.name);
+    }
+    if (alg->mode == HWAF_MODE_XTS) {
+        memcpy(s->key, key, keylen);
+        s->keylen = keylen;
+    }
+    *out = s;
+    return 1;
+ err:
+    dc_cipher_free(s, 1);
+    return 0;
+}
+
+/* 128-bit big-endian counter += blocks (the kernel's ctr(aes) and OpenSSL's). */
+static void dc_ctr_add(unsigned char ctr[DC_BLOCK], uint64_t blocks)
+{
+    int i;
+
+    for (i = DC_BLOCK - 1; i >= 0 && blocks != 0; i--) {
+        blocks += ctr[i];
+        ctr[i] = (unsigned char)blocks;
+        blocks >>= 8;
+    }
+}
+
+/*
+ * One device operation on s's session, whatever the alignment of in/out;
+ * len at most the device limit (or DC_BOUNCE when misaligned).
+ */
+static int dc_cipher_op(hwaf_be_cipher *s, uint32_t ses, int op,
+                        const unsigned char *iv, const unsigned char *in,
+                        unsigned char *out, size_t len)
+{
+    unsigned char ivbuf[HWAF_MAX_IV];
+    unsigned char *tmp = NULL;
+    int r;
+
+    /* The module may write the next IV back: never into the caller's. */
+    if (iv != NULL) {
+        memcpy(ivbuf, iv, DC_BLOCK);
+        iv = ivbuf;
+    }
+    if (dc_aligned(in, s->align) && dc_aligned(out, s->align))
+        return dc_crypt(s->fd, ses, op, 0, iv, in, out, len, NULL);
+    if (len <= DC_BOUNCE) {
+        if (s->bounce == NULL
+            && (s->bounce = dc_aligned_alloc(s->align, DC_BOUNCE)) == NULL)
+            return -ENOMEM;
+        tmp = s->bounce;
+    } else if ((tmp = dc_aligned_alloc(s->align, len)) == NULL) {
+        return -ENOMEM;
+    }
+    memcpy(tmp, in, len);
+    r = dc_crypt(s->fd, ses, op, 0, iv, tmp, tmp, len, NULL);
+    if (r == 0)
+        memcpy(out, tmp, len);
+    if (tmp != s->bounce) {
+        OPENSSL_cleanse(tmp, len);
+        free(tmp);
+    }
+    return r;
+}
+
+/* CBC and CTR: split at the device limit, chaining the IV here. */
+static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
+                          const unsigned char *iv, const unsigned char *in,
+                          unsigned char *out, size_t len)
+{
+    hwaf_mode mode = s->impl->alg->mode;
+    unsigned char cur[DC_BLOCK], next[DC_BLOCK];
+    size_t n, max;
+    int r;
+
+    memcpy(cur, iv, DC_BLOCK);
+    while (len > 0) {
+        max = dc_limit();
+        if (!(dc_aligned(in, s->align) && dc_aligned(out, s->align))
+            && max > DC_BOUNCE)
+            max = DC_BOUNCE;
+        n = len < max ? len : max;
+        /* CBC decrypt: the next IV is the last input block, which an
+         * in-place operation overwrites. */
+        if (mode == HWAF_MODE_CBC && !enc)
+            memcpy(next, in + n - DC_BLOCK, DC_BLOCK);
+        r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, cur, in,
+                         out, n);
+        if (r < 0) {
+            if (dc_too_large(r, n))
+                continue;
+            HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                           "ioctl(CIOCCRYPT)");
+            return 0;
+        }
+        if (n < len) {
+            if (mode == HWAF_MODE_CTR)
+                dc_ctr_add(cur, n / DC_BLOCK);
+            else if (enc)
+                memcpy(cur, out + n - DC_BLOCK, DC_BLOCK);
+            else
+                memcpy(cur, next, DC_BLOCK);
+        }
+        in += n;
+        out += n;
+        len -= n;
+    }
+    return 1;
+}
+
+/* Multiply an XTS tweak by x in GF(2^128) (IEEE 1619 byte order). */
+static void dc_xts_double(unsigned char t[DC_BLOCK])
+{
+    unsigned int carry = t[DC_BLOCK - 1] >> 7;
+    int i;
+
+    for (i = DC_BLOCK - 1; i > 0; i--)
+        t[i] = (unsigned char)((t[i] << 1) | (t[i - 1] >> 7));
+    t[0] = (unsigned char)((t[0] << 1) ^ (carry ? 0x87 : 0));
+}
+
+static void dc_xor(unsigned char *d, const unsigned char *a,
+                   const unsigned char *b, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        d[i] = a[i] ^ b[i];
+}
+
+/* One XTS block with tweak t through the ecb(aes) data-key session. */
+static int dc_xts_block(hwaf_be_cipher *s, int enc, const unsigned char *t,
+                        const unsigned char *in, unsigned char *out)
+{
+    unsigned char b[DC_BLOCK];
+    int r;
+
+    dc_xor(b, in, t, DC_BLOCK);
+    r = dc_cipher_op(s, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, NULL,
+                     b, b, DC_BLOCK);
+    dc_xor(out, b, t, DC_BLOCK);
+    OPENSSL_cleanse(b, sizeof(b));
+    return r;
+}
+
+/*
+ * XTS done over ecb(aes): for data units whose length is not a multiple of
+ * 16 (ciphertext stealing, IEEE 1619 5.3.2 / 5.4.2) or that exceed what the
+ * device takes in one operation.  Returns 0 or -errno.
+ */
+static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                       const unsigned char *in, unsigned char *out, size_t len)
+{
+    size_t half = s->keylen / 2, m = len / DC_BLOCK, b = len % DC_BLOCK;
+    size_t bulk = (b != 0 ? m - 1 : m) * DC_BLOCK, done = 0, n, i, piece;
+    unsigned char t[DC_BLOCK], t_next[DC_BLOCK], last[DC_BLOCK], tail[DC_BLOCK];
+    unsigned char pp[DC_BLOCK], cc[DC_BLOCK];
+    unsigned char *buf = NULL, *tw = NULL;
+    int r;
+
+    if (!s->have_ecb) {
+        r = dc_session(s->fd, CRYPTO_AES_ECB, 0, s->key, half, &s->ecb_data);
+        if (r < 0)
+            return r;
+        r = dc_session(s->fd, CRYPTO_AES_ECB, 0, s->key + half, half,
+                       &s->ecb_tweak);
+        if (r < 0) {
+            dc_free_session(s->fd, s->ecb_data);
+            return r;
+        }
+        s->have_ecb = 1;
+    }
+    /* T0 = E_K2(IV) */
+    r = dc_cipher_op(s, s->ecb_tweak, COP_ENCRYPT, NULL, iv, t, DC_BLOCK);
+    if (r < 0)
+        return r;
+    /* The stolen tail's blocks, saved before an in-place bulk pass. */
+    if (b != 0) {
+        memcpy(last, in + bulk, DC_BLOCK);
+        memcpy(tail, in + bulk + DC_BLOCK, b);
+    }
+    piece = dc_limit() < DC_BOUNCE ? dc_limit() : DC_BOUNCE;
+    if (bulk > 0) {
+        n = bulk < piece ? bulk : piece;
+        buf = dc_aligned_alloc(s->align, n);
+        tw = malloc(n);
+        if (buf == NULL || tw == NULL) {
+            r = -ENOMEM;
+            goto end;
+        }
+    }
+    while (done < bulk) {
+        n = bulk - done < piece ? bulk - done : piece;
+        memcpy(t_next, t, DC_BLOCK);
+        for (i = 0; i < n; i += DC_BLOCK) {
+            memcpy(tw + i, t, DC_BLOCK);
+            dc_xts_double(t);
+        }
+        dc_xor(buf, in + done, tw, n);
+        r = dc_crypt(s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
+                     NULL, buf, buf, n, NULL);
+        if (r < 0 && dc_too_large(r, n)) {
+            memcpy(t, t_next, DC_BLOCK);  /* this piece again, smaller */
+            piece = dc_limit() < piece ? dc_limit() : piece / 2;
+            continue;
+        }
+        if (r < 0)
+            goto end;
+        dc_xor(out + done, buf, tw, n);
+        done += n;
+    }
+    if (b != 0) {
+        /* t is now T(m-1); t_next is T(m). */
+        memcpy(t_next, t, DC_BLOCK);
+        dc_xts_double(t_next);
+        if (enc) {
+            if ((r = dc_xts_block(s, 1, t, last, cc)) < 0)
+                goto end;
+            memcpy(pp, tail, b);
+            memcpy(pp + b, cc + b, DC_BLOCK - b);
+            if ((r = dc_xts_block(s, 1, t_next, pp, out + bulk)) < 0)
+                goto end;
+            memcpy(out + bulk + DC_BLOCK, cc, b);
+        } else {
+            if ((r = dc_xts_block(s, 0, t_next, last, pp)) < 0)
+                goto end;
+            memcpy(cc, tail, b);
+            memcpy(cc + b, pp + b, DC_BLOCK - b);
+            if ((r = dc_xts_block(s, 0, t, cc, out + bulk)) < 0)
+                goto end;
+            memcpy(out + bulk + DC_BLOCK, pp, b);
+        }
+    }
+    r = 0;
+ end:
+    if (buf != NULL) {
+        OPENSSL_cleanse(buf, bulk < piece ? bulk : piece);
+        free(buf);
+    }
+    free(tw);
+    OPENSSL_cleanse(pp, sizeof(pp));
+    OPENSSL_cleanse(cc, sizeof(cc));
+    OPENSSL_cleanse(last, sizeof(last));
+    OPENSSL_cleanse(tail, sizeof(tail));
+    return r;
+}
+
+static int dc_xts_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                        const unsigned char *in, unsigned char *out, size_t len)
+{
+    int r = -EINVAL;
+
+    if (len < DC_BLOCK) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_XTS_DATA_UNIT_TOO_SMALL,
+                   "%zu bytes", len);
+        return 0;
+    }
+    if (len % DC_BLOCK == 0 && len <= dc_limit()) {
+        r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, iv, in,
+                         out, len);
+        if (r == 0)
+            return 1;
+        if (!dc_too_large(r, len))
+            goto err;
+    }
+    r = dc_xts_slow(s, enc, iv, in, out, len);
+    if (r == 0)
+        return 1;
+ err:
+    HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                   "ioctl(CIOCCRYPT)");
+    return 0;
+}
+
+static int dc_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                           const unsigned char *in, unsigned char *out,
+                           size_t len)
+{
+    int ok;
+
+    if (len == 0)
+        return 1;
+    if (s->impl->alg->mode == HWAF_MODE_XTS)
+        ok = dc_xts_crypt(s, enc, iv, in, out, len);
+    else
+        ok = dc_chain_crypt(s, enc, iv, in, out, len);
+    if (ok)
+        hwaf_stats_add(HWAF_BE_DEVCRYPTO, len);
+    return ok;
+}
+
+/* Operations of any size are split here (and XTS units done over ecb(aes)
+ * when the device cannot take them at once): no practical limit. */
+static size_t dc_cipher_max(hwaf_be_cipher *s)
+{
+    return (size_t)1 << 30;
+}
+
+/* ---- digests ---- */
+
+static void dc_md_close(hwaf_be_md *s)
+{
+    if (s == NULL)
+        return;
+    if (s->fd >= 0) {
+        if (s->have_ses)
+            dc_free_session(s->fd, s->ses);
+        if (s->have_snap)
+            dc_free_session(s->fd, s->snap);
+        close(s->fd);
+    }
+    if (s->bounce != NULL) {
+        OPENSSL_cleanse(s->bounce, DC_BOUNCE);
+        free(s->bounce);
+    }
+    free(s);
+}
+
+/* A hash session on s->fd, its alignment recorded. */
+static int dc_md_session(hwaf_be_md *s, uint32_t *ses)
+{
+    struct session_info_op info;
+    uint32_t cipher, mac;
+    int r;
+
+    if (!dc_ids(s->impl->alg, &cipher, &mac) || mac == 0)
+        return -EINVAL;
+    r = dc_session(s->fd, 0, mac, NULL, 0, ses);
+    if (r < 0)
+        return r;
+    if (dc_session_info(s->fd, *ses, &info) == 0)
+        s->align = (size_t)info.alignmask + 1;
+    return 0;
+}
+
+static int dc_md_ready(hwaf_be_md *s)
+{
+    int r;
+
+    if (s->broken) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_FORK_RECOVERY_FAILED,
+                   "the running hash state was lost at fork()");
+        return 0;
+    }
+    if (s->have_ses)
+        return 1;
+    r = dc_md_session(s, &s->ses);
+    if (r < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCGSESSION)");
+        return 0;
+    }
+    s->have_ses = 1;
+    s->fresh = 1;
+    return 1;
+}
+
+static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
+{
+    hwaf_be_md *s;
+
+    *out = NULL;
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
+        return 0;
+    }
+    s->impl = impl;
+    s->align = 1;
+    s->fresh = 1;
+    s->fd = dc_open();
+    if (s->fd < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
+                       "open(" DC_DEVICE ")");
+        dc_md_close(s);
+        return 0;
+    }
+    if (!dc_md_ready(s)) {
+        dc_md_close(s);
+        return 0;
+    }
+    *out = s;
+    return 1;
+}
+
+static int dc_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
+{
+    const unsigned char *src;
+    size_t n, max, total = len;
+    int r, aligned;
+
+    /* COP_FLAG_UPDATE with no data would finalise: nothing to do. */
+    if (len == 0)
+        return s->broken ? dc_md_ready(s) : 1;
+    if (!dc_md_ready(s))
+        return 0;
+    aligned = dc_aligned(in, s->align);
+    while (len > 0) {
+        max = dc_limit();
+        if (!aligned && max > DC_BOUNCE)
+            max = DC_BOUNCE;
+        n = len < max ? len : max;
+        src = in;
+        if (!aligned) {
+            if (s->bounce == NULL
+                && (s->bounce = dc_aligned_alloc(s->align, DC_BOUNCE)) == NULL) {
+                HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "bounce");
+                return 0;
+            }
+            memcpy(s->bounce, in, n);
+            src = s->bounce;
+        }
+        r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
+                     COP_FLAG_UPDATE | (s->fresh ? COP_FLAG_RESET : 0), NULL,
+                     src, NULL, n, NULL);
+        if (r < 0) {
+            if (dc_too_large(r, n))
+                continue;
+            HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                           "ioctl(CIOCCRYPT)");
+            return 0;
+        }
+        s->fresh = 0;
+        in += n;
+        len -= n;
+    }
+    hwaf_stats_add(HWAF_BE_DEVCRYPTO, total);
+    return 1;
+}
+
+static int dc_md_final(hwaf_be_md *s, unsigned char *md)
+{
+    unsigned char buf[AALG_MAX_RESULT_LEN];
+    int r;
+
+    if (!dc_md_ready(s))
+        return 0;
+    r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
+                 COP_FLAG_FINAL | (s->fresh ? COP_FLAG_RESET : 0), NULL, NULL,
+                 NULL, 0, buf);
+    if (r < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCCRYPT)");
+        return 0;
+    }
+    memcpy(md, buf, s->impl->alg->mdlen);
+    s->fresh = 1;
+    hwaf_stats_add(HWAF_BE_DEVCRYPTO, 0);
+    return 1;
+}
+
+static int dc_md_reset(hwaf_be_md *s)
+{
+    /* The next operation carries COP_FLAG_RESET. */
+    s->fresh = 1;
+    s->broken = 0;
+    return 1;
+}
+
+/* A new object on a dup() of the same open file (CIOCCPHASH needs both
+ * sessions in one file), with a copy of the running state. */
+static int dc_md_dup(hwaf_be_md **out, hwaf_be_md *s)
+{
+    hwaf_be_md *d;
+    struct cphash_op cp;
+    int r;
+
+    *out = NULL;
+    if (s->broken) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_FORK_RECOVERY_FAILED,
+                   "the running hash state was lost at fork()");
+        return 0;
+    }
+    d = calloc(1, sizeof(*d));
+    if (d == NULL) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
+        return 0;
+    }
+    d->impl = s->impl;
+    d->align = s->align;
+    d->fresh = 1;
+    d->fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+    if (d->fd < 0) {
+        r = errno;
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, r,
+                       "fcntl(F_DUPFD_CLOEXEC)");
+        goto err;
+    }
+    if (!dc_md_ready(d))
+        goto err;
+    if (s->have_ses && !s->fresh) {
+        cp.dst_ses = d->ses;
+        cp.src_ses = s->ses;
+        r = dc_ioctl(d->fd, CIOCCPHASH, &cp);
+        if (r < 0) {
+            HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                           "ioctl(CIOCCPHASH)");
+            goto err;
+        }
+        d->fresh = 0;
+    }
+    *out = d;
+    return 1;
+ err:
+    dc_md_close(d);
+    return 0;
+}
+
+/*
+ * fork(): the child shares the open file and so every session in it.  In
+ * the parent, just before fork(), the running state is copied into a new
+ * session of the same file (the snapshot).  After fork() the parent forgets
+ * the snapshot without freeing it, and the child adopts it and forgets the
+ * parent's session: each process then frees only its own session, so
+ * neither can destroy the other's.  The cost: a snapshot stays in the file
+ * until the child frees it or the last process closes the file, and one
+ * made for a fork() that failed stays until the parent closes the object.
+ */
+static int dc_md_fork_prepare(hwaf_be_md *s)
+{
+    struct cphash_op cp;
+    int r;
+
+    s->have_snap = 0;
+    if (!s->have_ses || s->fresh || s->broken)
+        return 1;  /* nothing running: the child starts a session of its own */
+    r = dc_md_session(s, &s->snap);
+    if (r == 0) {
+        cp.dst_ses = s->snap;
+        cp.src_ses = s->ses;
+        r = dc_ioctl(s->fd, CIOCCPHASH, &cp);
+        if (r < 0)
+            dc_free_session(s->fd, s->snap);
+    }
+    if (r < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_FORK_RECOVERY_FAILED, -r,
+                       "ioctl(CIOCCPHASH)");
+        return 0;
+    }
+    s->have_snap = 1;
+    return 1;
+}
+
+static void dc_md_fork_parent(hwaf_be_md *s)
+{
+    s->have_snap = 0;  /* the child's now */
+}
+
+static void dc_md_fork_child(hwaf_be_md *s)
+{
+    if (s->have_snap) {
+        s->ses = s->snap;
+        s->have_snap = 0;
+    } else {
+        if (s->have_ses && !s->fresh && !s->broken)
+            s->broken = 1;  /* the snapshot could not be taken */
+        s->have_ses = 0;    /* the parent's: a new one on first use */
+    }
+}
+
+const hwaf_backend hwaf_backend_devcrypto = {
+    "devcrypto",
+    dc_available,
+    dc_drivers,
+    dc_cipher_open,
+    dc_cipher_crypt,
+    dc_cipher_max,
+    dc_cipher_close,
+    dc_cipher_abandon,
+    dc_md_open,
+    dc_md_update,
+    dc_md_final,
+    dc_md_reset,
+    dc_md_dup,
+    dc_md_close,
+    dc_md_fork_prepare,
+    dc_md_fork_parent,
+    dc_md_fork_child,
+};
