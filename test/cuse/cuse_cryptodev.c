@@ -1,0 +1,647 @@
+/*
+ * hwaf-cuse-cryptodev: a test-only /dev/crypto.
+ *
+ * A CUSE character device that speaks the cryptodev-linux ioctl ABI
+ * (provider/cryptodev_abi.h) as the real module does, for machines that
+ * cannot load the module: CIOCGSESSION, CIOCFSESSION, CIOCGSESSINFO,
+ * CIOCCRYPT (ciphers and hash update/final/reset) and CIOCCPHASH.  The
+ * ioctls carry user pointers (keys, data, IVs, digests), so it asks for
+ * unrestricted ioctls and fetches/stores user memory with ioctl retries.
+ * The work is done by OpenSSL's default provider in a library context of
+ * its own (never a configured provider, which could be hwaf itself).
+ *
+ * Like the module, it keeps sessions per open file (shared by a parent and
+ * a child after fork()), refuses cipher data that is not a multiple of the
+ * transform's block size (16 for CBC, ECB and XTS, 1 for CTR), finalises a
+ * hash on a zero-length update, and resets it on flags 0 or COP_FLAG_RESET.
+ *
+ * Options (before any FUSE option such as -d):
+ *   --name NAME        device name (default "crypto": /dev/crypto)
+ *   --hw LIST          report SIOP_FLAG_KERNEL_DRIVER_ONLY for these kernel
+ *                      algorithm names (comma separated, "all" for every one)
+ *   --alignmask N      report this alignmask (default 0)
+ *   --refuse LIST      refuse sessions for these kernel algorithm names
+ *   --no-cphash        refuse CIOCCPHASH (modules before 1.10)
+ *
+ * Driver names are "cuse-" plus the kernel name with punctuation turned into
+ * dashes: "cuse-cbc-aes", "cuse-sha256".
+ */
+#define FUSE_USE_VERSION 31
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <cuse_lowlevel.h>
+#include <fuse_opt.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/provider.h>
+
+#include "cryptodev_abi.h"
+
+typedef struct {
+    uint32_t id;
+    const char *kname;     /* "cbc(aes)", "sha256", ... */
+    int is_hash;
+    EVP_CIPHER *cipher;
+    unsigned int blocksize;
+    unsigned char key[CRYPTO_CIPHER_MAX_KEY_LEN];
+    size_t keylen;
+    EVP_MD *md;
+    EVP_MD_CTX *mdctx;
+    int md_state;          /* 0 needs init, 1 running, 2 finalised */
+} dev_session;
+
+typedef struct {
+    dev_session **s;
+    size_t n, cap;
+    uint32_t next_id;
+} dev_file;
+
+static OSSL_LIB_CTX *libctx;
+static const char *opt_hw = "";
+static const char *opt_refuse = "";
+static unsigned int opt_alignmask;
+static int opt_no_cphash;
+
+/* 1 when name is in the comma-separated list (or the list is "all"). */
+static int in_list(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    const char *p = list;
+
+    if (strcmp(list, "all") == 0)
+        return 1;
+    while (*p != '\0') {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+
+        if (l == len && strncmp(p, name, len) == 0)
+            return 1;
+        p += l;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+static void driver_name(char *out, size_t outlen, const char *kname)
+{
+    size_t i, o = 0;
+
+    o = (size_t)snprintf(out, outlen, "cuse-");
+    for (i = 0; kname[i] != '\0' && o + 1 < outlen; i++) {
+        char c = kname[i];
+
+        if (c == ')')
+            continue;
+        out[o++] = (c == '(') ? '-' : c;
+    }
+    out[o] = '\0';
+}
+
+static void session_free(dev_session *s)
+{
+    if (s == NULL)
+        return;
+    EVP_CIPHER_free(s->cipher);
+    EVP_MD_free(s->md);
+    EVP_MD_CTX_free(s->mdctx);
+    OPENSSL_cleanse(s->key, sizeof(s->key));
+    free(s);
+}
+
+static dev_session *session_find(dev_file *f, uint32_t id)
+{
+    size_t i;
+
+    for (i = 0; i < f->n; i++)
+        if (f->s[i]->id == id)
+            return f->s[i];
+    return NULL;
+}
+
+/* CIOCGSESSION: 0 or an errno value. */
+static int session_create(dev_file *f, struct session_op *sop,
+                          const unsigned char *key)
+{
+    const char *ossl = NULL, *kname = NULL;
+    dev_session *s;
+
+    if ((sop->cipher == 0) == (sop->mac == 0))
+        return EINVAL;  /* hwaf needs neither both (authenc) nor none */
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return ENOMEM;
+    if (sop->cipher != 0) {
+        unsigned int kl = sop->keylen;
+
+        switch (sop->cipher) {
+        case CRYPTO_AES_CBC:
+            kname = "cbc(aes)";
+            ossl = kl == 16 ? "AES-128-CBC" : kl == 24 ? "AES-192-CBC"
+                 : kl == 32 ? "AES-256-CBC" : NULL;
+            s->blocksize = 16;
+            break;
+        case CRYPTO_AES_ECB:
+            kname = "ecb(aes)";
+            ossl = kl == 16 ? "AES-128-ECB" : kl == 24 ? "AES-192-ECB"
+                 : kl == 32 ? "AES-256-ECB" : NULL;
+            s->blocksize = 16;
+            break;
+        case CRYPTO_AES_CTR:
+            kname = "ctr(aes)";
+            ossl = kl == 16 ? "AES-128-CTR" : kl == 24 ? "AES-192-CTR"
+                 : kl == 32 ? "AES-256-CTR" : NULL;
+            s->blocksize = 1;
+            break;
+        case CRYPTO_AES_XTS:
+            kname = "xts(aes)";
+            ossl = kl == 32 ? "AES-128-XTS" : kl == 64 ? "AES-256-XTS" : NULL;
+            s->blocksize = 16;
+            break;
+        default:
+            break;
+        }
+        if (kname == NULL || ossl == NULL || key == NULL
+            || kl > sizeof(s->key) || in_list(opt_refuse, kname))
+            goto inval;
+        s->cipher = EVP_CIPHER_fetch(libctx, ossl, NULL);
+        if (s->cipher == NULL)
+            goto inval;
+        memcpy(s->key, key, kl);
+        s->keylen = kl;
+    } else {
+        switch (sop->mac) {
+        case CRYPTO_SHA1: kname = "sha1"; ossl = "SHA1"; break;
+        case CRYPTO_SHA2_224: kname = "sha224"; ossl = "SHA2-224"; break;
+        case CRYPTO_SHA2_256: kname = "sha256"; ossl = "SHA2-256"; break;
+        case CRYPTO_SHA2_384: kname = "sha384"; ossl = "SHA2-384"; break;
+        case CRYPTO_SHA2_512: kname = "sha512"; ossl = "SHA2-512"; break;
+        default: break;
+        }
+        if (kname == NULL || in_list(opt_refuse, kname))
+            goto inval;
+        s->is_hash = 1;
+        s->md = EVP_MD_fetch(libctx, ossl, NULL);
+        s->mdctx = EVP_MD_CTX_new();
+        if (s->md == NULL || s->mdctx == NULL
+            || !EVP_DigestInit_ex2(s->mdctx, s->md, NULL))
+            goto inval;
+        s->md_state = 1;
+    }
+    s->kname = kname;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 8;
+        dev_session **ns = realloc(f->s, cap * sizeof(*ns));
+
+        if (ns == NULL) {
+            session_free(s);
+            return ENOMEM;
+        }
+        f->s = ns;
+        f->cap = cap;
+    }
+    /* Ids are not small integers in the module either. */
+    do
+        s->id = 0x5e550000u + f->next_id++;
+    while (session_find(f, s->id) != NULL);
+    f->s[f->n++] = s;
+    sop->ses = s->id;
+    return 0;
+ inval:
+    session_free(s);
+    return EINVAL;
+}
+
+static int session_destroy(dev_file *f, uint32_t id)
+{
+    size_t i;
+
+    for (i = 0; i < f->n; i++) {
+        if (f->s[i]->id == id) {
+            session_free(f->s[i]);
+            f->s[i] = f->s[--f->n];
+            return 0;
+        }
+    }
+    return ENOENT;
+}
+
+/* What a CIOCCRYPT moves, as the module would see it. */
+typedef struct {
+    size_t src, iv, dst, mac, ivout;
+} xfer;
+
+static int hash_finalises(const struct crypt_op *cop)
+{
+    return (cop->flags & COP_FLAG_FINAL) || !(cop->flags & COP_FLAG_UPDATE)
+        || cop->len == 0;
+}
+
+static int crypt_plan(const dev_session *s, const struct crypt_op *cop, xfer *x)
+{
+    memset(x, 0, sizeof(*x));
+    if (cop->op != COP_ENCRYPT && cop->op != COP_DECRYPT)
+        return EINVAL;
+    if (cop->len != 0 && cop->src == NULL)
+        return EFAULT;
+    x->src = cop->len;
+    if (s->is_hash) {
+        if (hash_finalises(cop))
+            x->mac = (size_t)EVP_MD_get_size(s->md);
+        if (x->mac != 0 && cop->mac == NULL)
+            return EFAULT;
+        return 0;
+    }
+    if (cop->len % s->blocksize != 0)
+        return EINVAL;
+    if (cop->len != 0 && cop->dst == NULL)
+        return EFAULT;
+    x->dst = cop->len;
+    if (cop->iv != NULL && EVP_CIPHER_get_iv_length(s->cipher) > 0) {
+        x->iv = (size_t)EVP_CIPHER_get_iv_length(s->cipher);
+        if (cop->flags & COP_FLAG_WRITE_IV)
+            x->ivout = x->iv;
+    }
+    return 0;
+}
+
+/* The next IV the module writes back (CBC: last ciphertext block; CTR: the
+ * counter after the data, a partial block counting as one). */
+static void next_iv(const dev_session *s, const struct crypt_op *cop,
+                    const unsigned char *in, const unsigned char *out,
+                    unsigned char *iv)
+{
+    if (strcmp(s->kname, "cbc(aes)") == 0 && cop->len >= 16) {
+        memcpy(iv, (cop->op == COP_ENCRYPT ? out : in) + cop->len - 16, 16);
+    } else if (strcmp(s->kname, "ctr(aes)") == 0) {
+        uint64_t add = (cop->len + 15) / 16;
+        int i;
+
+        for (i = 15; i >= 0 && add != 0; i--) {
+            add += iv[i];
+            iv[i] = (unsigned char)add;
+            add >>= 8;
+        }
+    }
+}
+
+/* Run one CIOCCRYPT; out receives dst, mac and the written-back IV in that
+ * order.  0 or an errno value. */
+static int crypt_run(dev_session *s, const struct crypt_op *cop,
+                     const xfer *x, const unsigned char *src,
+                     const unsigned char *iv, unsigned char *out)
+{
+    if (s->is_hash) {
+        unsigned int mdlen = 0;
+
+        if (cop->flags == 0 || (cop->flags & COP_FLAG_RESET)) {
+            if (!EVP_DigestInit_ex2(s->mdctx, s->md, NULL))
+                return EIO;
+            s->md_state = 1;
+        }
+        if (cop->len != 0) {
+            if (s->md_state != 1)
+                return EINVAL;  /* update after final without a reset */
+            if (!EVP_DigestUpdate(s->mdctx, src, cop->len))
+                return EIO;
+        }
+        if (x->mac != 0) {
+            if (s->md_state != 1)
+                return EINVAL;
+            if (!EVP_DigestFinal_ex(s->mdctx, out, &mdlen))
+                return EIO;
+            s->md_state = 2;
+        }
+        return 0;
+    } else {
+        EVP_CIPHER_CTX *c;
+        unsigned char ivbuf[16] = { 0 };
+        int outl = 0, ok;
+
+        if (cop->len == 0)
+            return 0;
+        if (x->iv != 0)
+            memcpy(ivbuf, iv, x->iv);
+        c = EVP_CIPHER_CTX_new();
+        if (c == NULL)
+            return ENOMEM;
+        ok = EVP_CipherInit_ex2(c, s->cipher, s->key,
+                                EVP_CIPHER_get_iv_length(s->cipher) ? ivbuf : NULL,
+                                cop->op == COP_ENCRYPT, NULL)
+            && EVP_CIPHER_CTX_set_padding(c, 0)
+            && EVP_CipherUpdate(c, out, &outl, src, (int)cop->len)
+            && (size_t)outl == cop->len;
+        EVP_CIPHER_CTX_free(c);
+        if (!ok)
+            return EINVAL;
+        if (x->ivout != 0) {
+            next_iv(s, cop, src, out, ivbuf);
+            memcpy(out + x->dst, ivbuf, x->ivout);
+        }
+        return 0;
+    }
+}
+
+static void dev_open(fuse_req_t req, struct fuse_file_info *fi)
+{
+    dev_file *f = calloc(1, sizeof(*f));
+
+    if (f == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    fi->fh = (uintptr_t)f;
+    fi->direct_io = 1;
+    fi->nonseekable = 1;
+    fuse_reply_open(req, fi);
+}
+
+static void dev_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+    dev_file *f = (dev_file *)(uintptr_t)fi->fh;
+    size_t i;
+
+    for (i = 0; i < f->n; i++)
+        session_free(f->s[i]);
+    free(f->s);
+    free(f);
+    fuse_reply_err(req, 0);
+}
+
+static void reply_retry(fuse_req_t req, const struct iovec *in, size_t nin,
+                        const struct iovec *out, size_t nout)
+{
+    fuse_reply_ioctl_retry(req, in, nin, out, nout);
+}
+
+static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
+                     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+    struct crypt_op cop;
+    struct iovec in[3], out[3];
+    size_t nin = 0, nout = 0, outlen;
+    const unsigned char *p;
+    unsigned char *obuf;
+    dev_session *s;
+    xfer x;
+    int err;
+
+    if (in_bufsz < sizeof(cop)) {
+        in[0] = (struct iovec){ arg, sizeof(cop) };
+        reply_retry(req, in, 1, NULL, 0);
+        return;
+    }
+    memcpy(&cop, in_buf, sizeof(cop));
+    s = session_find(f, cop.ses);
+    if (s == NULL) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    err = crypt_plan(s, &cop, &x);
+    if (err != 0) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    outlen = x.dst + x.mac + x.ivout;
+    if (in_bufsz == sizeof(cop) && out_bufsz == 0 && (x.src + x.iv + outlen) != 0) {
+        /* Second round: ask for the data and the output areas. */
+        in[nin++] = (struct iovec){ arg, sizeof(cop) };
+        if (x.src)
+            in[nin++] = (struct iovec){ cop.src, x.src };
+        if (x.iv)
+            in[nin++] = (struct iovec){ cop.iv, x.iv };
+        if (x.dst)
+            out[nout++] = (struct iovec){ cop.dst, x.dst };
+        if (x.mac)
+            out[nout++] = (struct iovec){ cop.mac, x.mac };
+        if (x.ivout)
+            out[nout++] = (struct iovec){ cop.iv, x.ivout };
+        reply_retry(req, in, nin, out, nout);
+        return;
+    }
+    if (in_bufsz != sizeof(cop) + x.src + x.iv || out_bufsz != outlen) {
+        fuse_reply_err(req, EIO);
+        return;
+    }
+    p = (const unsigned char *)in_buf + sizeof(cop);
+    obuf = malloc(outlen ? outlen : 1);
+    if (obuf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    err = crypt_run(s, &cop, &x, p, p + x.src, obuf);
+    if (err != 0)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_ioctl(req, 0, obuf, outlen);
+    OPENSSL_cleanse(obuf, outlen);
+    free(obuf);
+}
+
+static void dev_ioctl(fuse_req_t req, int cmd, void *arg,
+                      struct fuse_file_info *fi, unsigned int flags,
+                      const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+    dev_file *f = (dev_file *)(uintptr_t)fi->fh;
+    struct iovec in[2], out[1];
+    int err;
+
+    if (flags & FUSE_IOCTL_COMPAT) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    switch ((unsigned int)cmd) {
+    case CIOCGSESSION: {
+        struct session_op sop;
+
+        if (in_bufsz < sizeof(sop)) {
+            in[0] = (struct iovec){ arg, sizeof(sop) };
+            reply_retry(req, in, 1, NULL, 0);
+            return;
+        }
+        memcpy(&sop, in_buf, sizeof(sop));
+        if (out_bufsz == 0) {
+            size_t nin = 1;
+
+            in[0] = (struct iovec){ arg, sizeof(sop) };
+            if (sop.cipher != 0 && sop.keylen != 0 && sop.key != NULL) {
+                if (sop.keylen > CRYPTO_CIPHER_MAX_KEY_LEN) {
+                    fuse_reply_err(req, EINVAL);
+                    return;
+                }
+                in[nin++] = (struct iovec){ sop.key, sop.keylen };
+            }
+            out[0] = (struct iovec){ arg, sizeof(sop) };
+            reply_retry(req, in, nin, out, 1);
+            return;
+        }
+        err = session_create(f, &sop, in_bufsz > sizeof(sop)
+                             ? (const unsigned char *)in_buf + sizeof(sop) : NULL);
+        if (err != 0)
+            fuse_reply_err(req, err);
+        else
+            fuse_reply_ioctl(req, 0, &sop, sizeof(sop));
+        OPENSSL_cleanse(&sop, sizeof(sop));
+        return;
+    }
+    case CIOCFSESSION: {
+        uint32_t ses;
+
+        if (in_bufsz < sizeof(ses)) {
+            in[0] = (struct iovec){ arg, sizeof(ses) };
+            reply_retry(req, in, 1, NULL, 0);
+            return;
+        }
+        memcpy(&ses, in_buf, sizeof(ses));
+        err = session_destroy(f, ses);
+        if (err != 0)
+            fuse_reply_err(req, err);
+        else
+            fuse_reply_ioctl(req, 0, NULL, 0);
+        return;
+    }
+    case CIOCGSESSINFO: {
+        struct session_info_op info;
+        struct alg_info *ai;
+        dev_session *s;
+
+        if (in_bufsz < sizeof(info)) {
+            in[0] = (struct iovec){ arg, sizeof(info) };
+            out[0] = (struct iovec){ arg, sizeof(info) };
+            reply_retry(req, in, 1, out, 1);
+            return;
+        }
+        memcpy(&info, in_buf, sizeof(info));
+        s = session_find(f, info.ses);
+        if (s == NULL) {
+            fuse_reply_err(req, EINVAL);
+            return;
+        }
+        memset(&info.cipher_info, 0, sizeof(info.cipher_info));
+        memset(&info.hash_info, 0, sizeof(info.hash_info));
+        ai = s->is_hash ? &info.hash_info : &info.cipher_info;
+        snprintf(ai->cra_name, sizeof(ai->cra_name), "%s", s->kname);
+        driver_name(ai->cra_driver_name, sizeof(ai->cra_driver_name), s->kname);
+        info.alignmask = (uint16_t)opt_alignmask;
+        info.flags = in_list(opt_hw, s->kname) ? SIOP_FLAG_KERNEL_DRIVER_ONLY : 0;
+        fuse_reply_ioctl(req, 0, &info, sizeof(info));
+        return;
+    }
+    case CIOCCPHASH: {
+        struct cphash_op cp;
+        dev_session *src, *dst;
+
+        if (opt_no_cphash) {
+            fuse_reply_err(req, EINVAL);  /* as a module without it */
+            return;
+        }
+        if (in_bufsz < sizeof(cp)) {
+            in[0] = (struct iovec){ arg, sizeof(cp) };
+            reply_retry(req, in, 1, NULL, 0);
+            return;
+        }
+        memcpy(&cp, in_buf, sizeof(cp));
+        if (cp.src_ses == cp.dst_ses) {
+            fuse_reply_err(req, EDEADLK);
+            return;
+        }
+        src = session_find(f, cp.src_ses);
+        dst = session_find(f, cp.dst_ses);
+        if (src == NULL || dst == NULL) {
+            fuse_reply_err(req, ENOENT);
+            return;
+        }
+        if (!src->is_hash || !dst->is_hash || strcmp(src->kname, dst->kname) != 0
+            || !EVP_MD_CTX_copy_ex(dst->mdctx, src->mdctx)) {
+            fuse_reply_err(req, EINVAL);
+            return;
+        }
+        dst->md_state = src->md_state;
+        fuse_reply_ioctl(req, 0, NULL, 0);
+        return;
+    }
+    case CIOCCRYPT:
+        do_crypt(req, f, arg, in_buf, in_bufsz, out_bufsz);
+        return;
+    default:
+        fuse_reply_err(req, EINVAL);  /* what the module answers */
+        return;
+    }
+}
+
+static const struct cuse_lowlevel_ops dev_ops = {
+    .open = dev_open,
+    .release = dev_release,
+    .ioctl = dev_ioctl,
+};
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--name NAME] [--hw LIST|all] [--alignmask N]\n"
+            "          [--refuse LIST] [--no-cphash] [FUSE options]\n", prog);
+}
+
+int main(int argc, char **argv)
+{
+    static char devname[128];
+    const char *dev_info[1];
+    const char *name = "crypto";
+    struct cuse_info ci;
+    char **fargv;
+    int fargc = 0, i, rc;
+
+    fargv = calloc((size_t)argc + 3, sizeof(*fargv));
+    if (fargv == NULL)
+        return 1;
+    fargv[fargc++] = argv[0];
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+            name = argv[++i];
+        } else if (strcmp(argv[i], "--hw") == 0 && i + 1 < argc) {
+            opt_hw = argv[++i];
+        } else if (strcmp(argv[i], "--refuse") == 0 && i + 1 < argc) {
+            opt_refuse = argv[++i];
+        } else if (strcmp(argv[i], "--alignmask") == 0 && i + 1 < argc) {
+            opt_alignmask = (unsigned int)strtoul(argv[++i], NULL, 0);
+        } else if (strcmp(argv[i], "--no-cphash") == 0) {
+            opt_no_cphash = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(argv[0]);
+            free(fargv);
+            return 0;
+        } else {
+            fargv[fargc++] = argv[i];
+        }
+    }
+    /* Foreground, one thread: requests are served in order. */
+    fargv[fargc++] = "-f";
+    fargv[fargc++] = "-s";
+
+    /* Never read a configuration that could load a provider using us. */
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+    libctx = OSSL_LIB_CTX_new();
+    if (libctx == NULL || OSSL_PROVIDER_load(libctx, "default") == NULL) {
+        fprintf(stderr, "%s: cannot load OpenSSL's default provider\n", argv[0]);
+        free(fargv);
+        return 1;
+    }
+
+    snprintf(devname, sizeof(devname), "DEVNAME=%s", name);
+    dev_info[0] = devname;
+    memset(&ci, 0, sizeof(ci));
+    ci.dev_info_argc = 1;
+    ci.dev_info_argv = dev_info;
+    ci.flags = CUSE_UNRESTRICTED_IOCTL;
+    rc = cuse_lowlevel_main(fargc, fargv, &ci, &dev_ops, NULL);
+    free(fargv);
+    OSSL_LIB_CTX_free(libctx);
+    return rc;
+}
