@@ -49,11 +49,26 @@ static pthread_mutex_t zc_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct hwaf_be_md_st {
     const hwaf_impl *impl;
-    int tfm;
     int op;
     int spare;   /* fork snapshot, -1 when none */
     int more;    /* data sent since the last read */
 };
+
+/*
+ * Per hash implementation: one transform socket (a hash transform holds no
+ * state) and a few idle operation sockets.  OpenSSL 3.0 frees and recreates
+ * the digest context on every EVP_DigestInit_ex(), so without this pool each
+ * digest would cost socket + bind + accept + two close() on top of its send
+ * and read.  The pool belongs to one process: a child empties it.
+ */
+#define MD_POOL_MAX 8
+typedef struct md_pool_st {
+    pthread_mutex_t lock;
+    unsigned int gen;
+    int tfm;
+    int n;
+    int idle[MD_POOL_MAX];
+} md_pool;
 
 static const char *alg_type(const hwaf_alg *alg)
 {
@@ -380,16 +395,45 @@ static int afalg_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *i
 
 /* ---- digests ---- */
 
+static md_pool *pool_of(const hwaf_impl *impl)
+{
+    return impl->be_data;
+}
+
+/* Take the pool's lock, emptying it first in a child after fork(). */
+static md_pool *pool_lock(const hwaf_impl *impl)
+{
+    md_pool *p = pool_of(impl);
+
+    pthread_mutex_lock(&p->lock);
+    if (p->gen != hwaf_fork_generation) {
+        /* The parent still uses these; drop only our descriptors. */
+        while (p->n > 0)
+            close(p->idle[--p->n]);
+        p->gen = hwaf_fork_generation;
+    }
+    return p;
+}
+
 static void afalg_md_close(hwaf_be_md *s)
 {
+    md_pool *p;
+
     if (s == NULL)
         return;
     if (s->spare >= 0)
         close(s->spare);
-    if (s->op >= 0)
-        close(s->op);
-    if (s->tfm >= 0)
-        close(s->tfm);
+    if (s->op >= 0) {
+        /* A clean operation socket (no data since the last read) is reused. */
+        p = pool_lock(s->impl);
+        if (!s->more && p->n < MD_POOL_MAX) {
+            p->idle[p->n++] = s->op;
+            s->op = -1;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (s->op >= 0)
+            close(s->op);
+    }
     OPENSSL_free(s);
 }
 
@@ -402,32 +446,47 @@ static hwaf_be_md *md_alloc(const hwaf_impl *impl)
         return NULL;
     }
     s->impl = impl;
-    s->tfm = s->op = s->spare = -1;
+    s->op = s->spare = -1;
     return s;
 }
 
 static int afalg_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 {
     hwaf_be_md *s = md_alloc(impl);
+    md_pool *p;
+    int err = 0;
+    const char *call = NULL;
 
     *out = NULL;
     if (s == NULL)
         return 0;
-    s->tfm = afalg_bind("hash", impl->drv.name);
-    if (s->tfm < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, "bind");
-        goto err;
+    p = pool_lock(impl);
+    if (p->n > 0) {
+        s->op = p->idle[--p->n];
+    } else {
+        if (p->tfm < 0) {
+            p->tfm = afalg_bind("hash", impl->drv.name);
+            if (p->tfm < 0) {
+                err = -p->tfm;
+                call = "bind";
+            }
+        }
+        if (p->tfm >= 0) {
+            s->op = afalg_accept(p->tfm);
+            if (s->op < 0) {
+                err = -s->op;
+                call = "accept";
+            }
+        }
     }
-    s->op = afalg_accept(s->tfm);
+    pthread_mutex_unlock(&p->lock);
     if (s->op < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
-        goto err;
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, err, call);
+        afalg_md_close(s);
+        return 0;
     }
     *out = s;
     return 1;
- err:
-    afalg_md_close(s);
-    return 0;
 }
 
 static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
@@ -479,11 +538,6 @@ static int afalg_md_dup(hwaf_be_md **out, hwaf_be_md *s)
     *out = NULL;
     if (d == NULL)
         return 0;
-    d->tfm = fcntl(s->tfm, F_DUPFD_CLOEXEC, 0);
-    if (d->tfm < 0) {
-        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, errno, "fcntl(F_DUPFD)");
-        goto err;
-    }
     /* accept() on a hash operation socket clones its running state. */
     d->op = afalg_accept(s->op);
     if (d->op < 0) {
@@ -513,10 +567,41 @@ static void afalg_md_fork_parent(hwaf_be_md *s)
 
 static void afalg_md_fork_child(hwaf_be_md *s)
 {
-    /* The transform socket holds no state: sharing it is harmless. */
     close(s->op);
     s->op = s->spare;
     s->spare = -1;
+}
+
+static int afalg_impl_init(hwaf_impl *impl)
+{
+    md_pool *p;
+
+    if (impl->alg->kind != HWAF_KIND_DIGEST)
+        return 1;
+    p = OPENSSL_zalloc(sizeof(*p));
+    if (p == NULL)
+        return 0;
+    pthread_mutex_init(&p->lock, NULL);
+    p->gen = hwaf_fork_generation;
+    p->tfm = -1;
+    impl->be_data = p;
+    return 1;
+}
+
+static void afalg_impl_free(hwaf_impl *impl)
+{
+    md_pool *p = impl->be_data;
+
+    if (p == NULL)
+        return;
+    /* In a child, the parent's descriptors are ours to close too. */
+    while (p->n > 0)
+        close(p->idle[--p->n]);
+    if (p->tfm >= 0)
+        close(p->tfm);
+    pthread_mutex_destroy(&p->lock);
+    OPENSSL_free(p);
+    impl->be_data = NULL;
 }
 
 const hwaf_backend hwaf_backend_afalg = {
@@ -537,4 +622,6 @@ const hwaf_backend hwaf_backend_afalg = {
     afalg_md_fork_prepare,
     afalg_md_fork_parent,
     afalg_md_fork_child,
+    afalg_impl_init,
+    afalg_impl_free,
 };

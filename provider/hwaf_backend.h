@@ -56,6 +56,7 @@ typedef struct hwaf_impl_st {
     int zerocopy;         /* page-aligned input without copying: -1 when the
                            * backend measures whether it pays, 0 never, 1 always */
     size_t zerocopy_min;  /* ...for operations of at least this many bytes */
+    void *be_data;        /* the backend's own, per implementation */
 } hwaf_impl;
 
 typedef struct hwaf_be_cipher_st hwaf_be_cipher; /* opaque, backend-owned */
@@ -115,7 +116,15 @@ typedef struct hwaf_backend_st {
     int (*md_fork_prepare)(hwaf_be_md *s);
     void (*md_fork_parent)(hwaf_be_md *s);
     void (*md_fork_child)(hwaf_be_md *s);
+
+    /* Optional (NULL): set up and release impl->be_data, once per
+     * implementation when the provider loads and unloads. */
+    int (*impl_init)(hwaf_impl *impl);
+    void (*impl_free)(hwaf_impl *impl);
 } hwaf_backend;
+
+/* Bumped in every child after fork() (hwaf_fork.c). */
+extern volatile unsigned int hwaf_fork_generation;
 
 extern const hwaf_backend hwaf_backend_afalg;
 extern const hwaf_backend hwaf_backend_devcrypto;

@@ -84,7 +84,6 @@ typedef struct hwaf_prov_st {
 int hwaf_classify(const hwaf_driver *drv, const hwaf_config *cfg);
 
 /* fork() support (hwaf_fork.c). */
-extern volatile unsigned int hwaf_fork_generation;
 int hwaf_fork_init(void);
 typedef struct hwaf_fork_node_st {
     struct hwaf_fork_node_st *prev, *next;

@@ -47,26 +47,30 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
     impl.alg = alg;
     impl.be = be;
     impl.drv = *drv;
+    if (be->impl_init != NULL && !be->impl_init(&impl))
+        return 0;
     if (alg->kind == HWAF_KIND_CIPHER) {
         hwaf_be_cipher *s;
 
-        if (!be->cipher_open(&s, &impl, alg->kat_key, alg->keylen))
-            return 0;
-        ok = be->cipher_crypt(s, 1, alg->kat_iv, alg->kat_in, out, alg->kat_inlen)
-             && memcmp(out, alg->kat_out, alg->kat_inlen) == 0
-             && be->cipher_crypt(s, 0, alg->kat_iv, alg->kat_out, out, alg->kat_inlen)
-             && memcmp(out, alg->kat_in, alg->kat_inlen) == 0;
-        be->cipher_close(s);
+        if (be->cipher_open(&s, &impl, alg->kat_key, alg->keylen)) {
+            ok = be->cipher_crypt(s, 1, alg->kat_iv, alg->kat_in, out, alg->kat_inlen)
+                 && memcmp(out, alg->kat_out, alg->kat_inlen) == 0
+                 && be->cipher_crypt(s, 0, alg->kat_iv, alg->kat_out, out, alg->kat_inlen)
+                 && memcmp(out, alg->kat_in, alg->kat_inlen) == 0;
+            be->cipher_close(s);
+        }
     } else {
         hwaf_be_md *s;
 
-        if (!be->md_open(&s, &impl))
-            return 0;
-        ok = be->md_update(s, alg->kat_in, alg->kat_inlen)
-             && be->md_final(s, out)
-             && memcmp(out, alg->kat_out, alg->mdlen) == 0;
-        be->md_close(s);
+        if (be->md_open(&s, &impl)) {
+            ok = be->md_update(s, alg->kat_in, alg->kat_inlen)
+                 && be->md_final(s, out)
+                 && memcmp(out, alg->kat_out, alg->mdlen) == 0;
+            be->md_close(s);
+        }
     }
+    if (be->impl_free != NULL)
+        be->impl_free(&impl);
     return ok;
 }
 
@@ -162,6 +166,8 @@ static int build_tables(hwaf_prov *prov)
                 impl->zerocopy = prov->cfg.zerocopy;
                 impl->zerocopy_min = prov->cfg.zerocopy_min;
                 prov->slot[a][HWAF_SLOT(b, hw)] = impl;
+                if (impl->be->impl_init != NULL && !impl->be->impl_init(impl))
+                    return 0;
                 if (hwaf_algs[a].kind == HWAF_KIND_CIPHER)
                     nc++;
                 else
@@ -216,9 +222,15 @@ static void prov_free(hwaf_prov *prov)
 
     if (prov == NULL)
         return;
-    for (a = 0; a < HWAF_NALGS; a++)
-        for (s = 0; s < HWAF_NSLOTS; s++)
-            OPENSSL_free(prov->slot[a][s]);
+    for (a = 0; a < HWAF_NALGS; a++) {
+        for (s = 0; s < HWAF_NSLOTS; s++) {
+            hwaf_impl *impl = prov->slot[a][s];
+
+            if (impl != NULL && impl->be->impl_free != NULL)
+                impl->be->impl_free(impl);
+            OPENSSL_free(impl);
+        }
+    }
     OPENSSL_free(prov->ciphers);
     OPENSSL_free(prov->digests);
     OPENSSL_free(prov->algorithms_text);
