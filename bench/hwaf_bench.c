@@ -260,6 +260,27 @@ static int want_impl(const char *name)
     return want;
 }
 
+/* Could any implementation an opener adds (names starting with prefix) be
+ * wanted?  True when a --impls entry and prefix agree on their common part. */
+static int want_family(const char *prefix)
+{
+    char *copy, *save = NULL, *tok;
+    int want = 0;
+
+    if (opt.impls == NULL)
+        return 1;
+    copy = strdup(opt.impls);
+    for (tok = copy != NULL ? strtok_r(copy, ",", &save) : NULL; tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        size_t n = strlen(tok) < strlen(prefix) ? strlen(tok) : strlen(prefix);
+
+        if (strncmp(tok, prefix, n) == 0)
+            want = 1;
+    }
+    free(copy);
+    return want;
+}
+
 /* ---- timing ---- */
 
 static double now(void)
@@ -898,23 +919,23 @@ static void open_all(bench_set *s, const bench_alg *a)
 {
     int i, n;
 
-    if (want_impl("default"))
+    if (want_family("default"))
         bench_open_default(s, a);
-    if (want_impl("hwaf"))
+    if (want_family("hwaf"))
         bench_open_hwaf(s, a);
-    if (want_impl("engine-afalg"))
+    if (want_family("engine-afalg"))
         bench_open_engine(s, a);
-    if (want_impl("libkcapi"))
+    if (want_family("libkcapi"))
         bench_open_kcapi(s, a);
-    if (want_impl("bare-afalg"))
+    if (want_family("bare-afalg"))
         bench_open_bare_afalg(s, a, NULL, NULL);
     /* A hardware driver hwaf binds by name gets its own bare loop. */
     n = s->n;
     for (i = 0; i < n; i++)
-        if (want_impl("bare-afalg") && s->inst[i].family == BENCH_FAM_HWAF
+        if (want_family("bare-afalg") && s->inst[i].family == BENCH_FAM_HWAF
             && s->inst[i].hw == 1 && strncmp(s->inst[i].name, "hwaf-afalg", 10) == 0)
             bench_open_bare_afalg(s, a, s->inst[i].driver, "-hw");
-    if (want_impl("bare-cryptodev"))
+    if (want_family("bare-cryptodev"))
         bench_open_bare_cryptodev(s, a);
     /* Drop what --impls excludes (openers add families together). */
     for (i = 0; i < s->n; i++)
