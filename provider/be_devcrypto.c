@@ -478,7 +478,7 @@ static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
                           unsigned char *out, size_t len)
 {
     hwaf_mode mode = s->impl->alg->mode;
-    unsigned char cur[DC_BLOCK], next[DC_BLOCK];
+    unsigned char cur[DC_BLOCK], next[DC_BLOCK] = { 0 };
     size_t n, max;
     int r;
 
@@ -985,4 +985,6 @@ const hwaf_backend hwaf_backend_devcrypto = {
     dc_md_fork_prepare,
     dc_md_fork_parent,
     dc_md_fork_child,
+    NULL,  /* impl_init: nothing per implementation */
+    NULL,  /* impl_free */
 };
