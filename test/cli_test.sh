@@ -1,0 +1,208 @@
+#!/bin/sh
+# cli_test.sh: the openssl command line with hwaf.
+#
+# Usage: cli_test.sh host|kernel
+#   host    no kernel backend: hwaf loads, `list` shows it offering nothing,
+#           an openssl.cnf with a bad value refuses to load it with an error
+#           naming the key
+#   kernel  enc/dgst/list with -provider hwaf and through an openssl.cnf
+#           providers section, compared with the default provider; hwaf.hw=yes
+#           behaviour for the guest configuration (HWAF_GUEST_VIRTIO_CRYPTO)
+#
+# Environment: OPENSSL (openssl binary), HWAF_MODULE_DIR (where hwaf.so is),
+# HWAF_TEST_TMPDIR (scratch).  Exit 0 pass, 1 fail, 77 skipped (never in CI
+# or in the guest).
+set -u
+
+mode=${1:-}
+OPENSSL=${OPENSSL:-openssl}
+moddir=${HWAF_MODULE_DIR:?HWAF_MODULE_DIR must name the directory holding hwaf.so}
+module=$moddir/hwaf.so
+tmp=$(mktemp -d "${HWAF_TEST_TMPDIR:-${TMPDIR:-/tmp}}/cli.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+fails=0
+passes=0
+ok() { passes=$((passes + 1)); echo "ok   - $*"; }
+bad() { fails=$((fails + 1)); echo "FAIL - $*"; }
+check() { # DESCRIPTION CMD...: the command must succeed
+    d=$1
+    shift
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then ok "$d"; else bad "$d"; sed 's/^/      /' "$tmp/err" | head -20; fi
+}
+refuse() { # DESCRIPTION CMD...: the command must fail with an error message
+    d=$1
+    shift
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then
+        bad "$d (succeeded)"
+    elif [ ! -s "$tmp/err" ]; then
+        bad "$d (failed without a message)"
+    else
+        ok "$d"
+    fi
+}
+same() { # DESCRIPTION FILE1 FILE2
+    if cmp -s "$2" "$3"; then ok "$1"; else bad "$1 ($2 and $3 differ)"; fi
+}
+skip_or_fail() {
+    case "${CI:-}${HWAF_GUEST:-}" in
+    *true* | *1*) echo "FAIL - $*"; exit 1 ;;
+    esac
+    echo "SKIP - $*"
+    exit 77
+}
+
+[ -f "$module" ] || { echo "FAIL - no module at $module"; exit 1; }
+PROV="-provider-path $moddir -provider hwaf -provider default"
+
+# An openssl.cnf with a providers section; $1: extra lines for [hwaf_sect].
+write_cnf() {
+    cat >"$tmp/openssl.cnf" <<CNF
+openssl_conf = openssl_init
+
+[openssl_init]
+providers = provider_sect
+
+[provider_sect]
+hwaf = hwaf_sect
+default = default_sect
+
+[default_sect]
+activate = 1
+
+[hwaf_sect]
+module = $module
+$1
+activate = 1
+CNF
+}
+
+have_afalg() { "$(dirname "$0")/../tools/guest/have-afalg" >/dev/null 2>&1; }
+
+# ---- host ----------------------------------------------------------------------
+if [ "$mode" = host ]; then
+    if have_afalg || [ -e /dev/crypto ]; then
+        skip_or_fail "this host has a kernel backend; the kernel CLI test covers it"
+    fi
+    check "list -providers -verbose -provider hwaf" $OPENSSL list -providers -verbose $PROV
+    grep -q "hwaf" "$tmp/out" && ok "hwaf listed as a provider" || bad "hwaf not in list -providers"
+    grep -qi "status: active" "$tmp/out" && ok "hwaf active" || bad "hwaf not active"
+    check "list -cipher-algorithms -provider hwaf" $OPENSSL list -cipher-algorithms -provider-path "$moddir" -provider hwaf
+    if grep -q "@ hwaf" "$tmp/out"; then bad "hwaf offers ciphers without a kernel backend"; else ok "no hwaf ciphers"; fi
+    check "list -digest-algorithms -provider hwaf" $OPENSSL list -digest-algorithms -provider-path "$moddir" -provider hwaf
+    if grep -q "@ hwaf" "$tmp/out"; then bad "hwaf offers digests without a kernel backend"; else ok "no hwaf digests"; fi
+    printf 'abc' >"$tmp/abc"
+    refuse "dgst -sha256 -propquery provider=hwaf fails cleanly" \
+        $OPENSSL dgst $PROV -propquery provider=hwaf -sha256 "$tmp/abc"
+    write_cnf "allow_software = yes"
+    OPENSSL_CONF=$tmp/openssl.cnf check "openssl.cnf with a good hwaf section" $OPENSSL list -providers
+    grep -q hwaf "$tmp/out" && ok "hwaf loaded from openssl.cnf" || bad "hwaf not loaded from openssl.cnf"
+    for kv in "allow_software = maybe" "backends = afalg quantum" "prefer = fastest" "debug = loud"; do
+        key=${kv%% *}
+        write_cnf "$kv"
+        OPENSSL_CONF=$tmp/openssl.cnf $OPENSSL list -providers >"$tmp/out" 2>"$tmp/err"
+        if grep -q "hwaf" "$tmp/out"; then bad "'$kv' accepted"; else ok "'$kv' refused"; fi
+        if grep -q "$key" "$tmp/err"; then ok "'$kv': the error names $key"; else
+            bad "'$kv': no error naming $key (stderr: $(head -c 300 "$tmp/err"))"
+        fi
+    done
+    echo "# $passes passed, $fails failed"
+    [ $fails = 0 ]
+    exit
+fi
+
+[ "$mode" = kernel ] || { echo "usage: $0 host|kernel" >&2; exit 2; }
+
+# ---- kernel --------------------------------------------------------------------
+if ! have_afalg && [ ! -e /dev/crypto ]; then
+    skip_or_fail "no AF_ALG and no /dev/crypto here (run in the guest: ctest -L kernel)"
+fi
+virtio=${HWAF_GUEST_VIRTIO_CRYPTO:-0}
+
+check "list -providers -verbose -provider hwaf" $OPENSSL list -providers -verbose $PROV
+grep -q "hwaf" "$tmp/out" && ok "hwaf listed" || bad "hwaf not listed"
+check "list -cipher-algorithms -provider hwaf" $OPENSSL list -cipher-algorithms -provider-path "$moddir" -provider hwaf
+for a in AES-128-CBC AES-192-CBC AES-256-CBC AES-128-CTR AES-192-CTR AES-256-CTR AES-128-XTS AES-256-XTS; do
+    grep -q "$a.*@ hwaf" "$tmp/out" && ok "list shows $a @ hwaf" || bad "list lacks $a @ hwaf"
+done
+check "list -digest-algorithms -provider hwaf" $OPENSSL list -digest-algorithms -provider-path "$moddir" -provider hwaf
+for a in SHA1 SHA2-224 SHA2-256 SHA2-384 SHA2-512; do
+    grep -q "$a.*@ hwaf" "$tmp/out" && ok "list shows $a @ hwaf" || bad "list lacks $a @ hwaf"
+done
+
+head -c 100003 /dev/urandom >"$tmp/plain"
+KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+IV=f0e0d0c0b0a090807060504030201000
+for c in aes-128-cbc aes-192-cbc aes-256-cbc aes-128-ctr aes-256-ctr; do
+    klen=$(echo "$c" | sed 's/aes-\([0-9]*\)-.*/\1/')
+    k=$(echo $KEY | cut -c1-$((klen / 4)))
+    check "enc -$c with hwaf" $OPENSSL enc $PROV -propquery provider=hwaf -$c -K "$k" -iv $IV -in "$tmp/plain" -out "$tmp/ct.hwaf"
+    check "enc -$c with default" $OPENSSL enc -$c -K "$k" -iv $IV -in "$tmp/plain" -out "$tmp/ct.default"
+    same "enc -$c: hwaf = default" "$tmp/ct.hwaf" "$tmp/ct.default"
+    check "enc -d -$c with hwaf" $OPENSSL enc -d $PROV -propquery provider=hwaf -$c -K "$k" -iv $IV -in "$tmp/ct.default" -out "$tmp/back"
+    same "enc -d -$c: round trip" "$tmp/back" "$tmp/plain"
+done
+# hwaf alone (no default provider loaded) proves hwaf did the work.
+check "enc -aes-256-cbc with only hwaf loaded" $OPENSSL enc -provider-path "$moddir" -provider hwaf -aes-256-cbc -K $KEY -iv $IV -in "$tmp/plain" -out "$tmp/ct.only"
+same "enc with only hwaf = default" "$tmp/ct.only" "$tmp/ct.default"
+refuse "enc -aes-128-ecb -propquery provider=hwaf (not offered) fails" \
+    $OPENSSL enc $PROV -propquery provider=hwaf -aes-128-ecb -K 000102030405060708090a0b0c0d0e0f -in "$tmp/plain" -out "$tmp/x"
+for d in sha1 sha224 sha256 sha384 sha512; do
+    check "dgst -$d with hwaf" $OPENSSL dgst $PROV -propquery provider=hwaf -$d -r "$tmp/plain"
+    cut -d' ' -f1 "$tmp/out" >"$tmp/md.hwaf"
+    $OPENSSL dgst -$d -r "$tmp/plain" | cut -d' ' -f1 >"$tmp/md.default"
+    same "dgst -$d: hwaf = default" "$tmp/md.hwaf" "$tmp/md.default"
+done
+
+# The same through an openssl.cnf providers section.
+write_cnf ""
+OPENSSL_CONF=$tmp/openssl.cnf check "openssl.cnf: list -providers" $OPENSSL list -providers
+grep -q hwaf "$tmp/out" && ok "openssl.cnf: hwaf loaded" || bad "openssl.cnf: hwaf not loaded"
+OPENSSL_CONF=$tmp/openssl.cnf check "openssl.cnf: enc -aes-256-cbc" \
+    $OPENSSL enc -propquery provider=hwaf -aes-256-cbc -K $KEY -iv $IV -in "$tmp/plain" -out "$tmp/ct.cnf"
+same "openssl.cnf: enc = default" "$tmp/ct.cnf" "$tmp/ct.default"
+OPENSSL_CONF=$tmp/openssl.cnf check "openssl.cnf: dgst -sha256" $OPENSSL dgst -propquery provider=hwaf -sha256 -r "$tmp/plain"
+cut -d' ' -f1 "$tmp/out" >"$tmp/md.cnf"
+$OPENSSL dgst -sha256 -r "$tmp/plain" | cut -d' ' -f1 >"$tmp/md.default"
+same "openssl.cnf: dgst = default" "$tmp/md.cnf" "$tmp/md.default"
+
+# debug = yes logs to stderr.
+write_cnf "debug = yes"
+OPENSSL_CONF=$tmp/openssl.cnf $OPENSSL dgst -propquery provider=hwaf -sha256 "$tmp/plain" >"$tmp/out" 2>"$tmp/err"
+[ -s "$tmp/err" ] && ok "debug = yes logs to stderr" || bad "debug = yes printed nothing"
+write_cnf "debug = no"
+OPENSSL_CONF=$tmp/openssl.cnf $OPENSSL dgst -propquery provider=hwaf -sha256 "$tmp/plain" >"$tmp/out" 2>"$tmp/err"
+[ ! -s "$tmp/err" ] && ok "debug = no is quiet" || bad "debug = no printed: $(head -c 200 "$tmp/err")"
+
+# hwaf.hw=yes.
+HWYES="provider=hwaf,hwaf.hw=yes"
+k128=$(echo $KEY | cut -c1-32)
+if [ "$virtio" = 1 ]; then
+    for c in aes-128-cbc aes-192-cbc aes-256-cbc; do
+        klen=$(echo "$c" | sed 's/aes-\([0-9]*\)-.*/\1/')
+        k=$(echo $KEY | cut -c1-$((klen / 4)))
+        check "virtio: enc -$c -propquery $HWYES" $OPENSSL enc $PROV -propquery "$HWYES" -$c -K "$k" -iv $IV -in "$tmp/plain" -out "$tmp/ct.hw"
+        $OPENSSL enc -$c -K "$k" -iv $IV -in "$tmp/plain" -out "$tmp/ct.default"
+        same "virtio: enc -$c hw=yes = default" "$tmp/ct.hw" "$tmp/ct.default"
+    done
+    refuse "virtio: dgst -sha256 -propquery $HWYES fails (no hardware sha256)" \
+        $OPENSSL dgst $PROV -propquery "$HWYES" -sha256 "$tmp/plain"
+else
+    refuse "enc -aes-128-cbc -propquery $HWYES fails (CPU drivers only)" \
+        $OPENSSL enc $PROV -propquery "$HWYES" -aes-128-cbc -K $k128 -iv $IV -in "$tmp/plain" -out "$tmp/x"
+    refuse "dgst -sha256 -propquery $HWYES fails (CPU drivers only)" \
+        $OPENSSL dgst $PROV -propquery "$HWYES" -sha256 "$tmp/plain"
+    # Declare every driver of these algorithms hardware (names from the kernel).
+    drivers=$(awk '/^name/ { n = $3 } /^driver/ { d = $3 }
+        /^$/ { if (n ~ /^(cbc\(aes\)|ctr\(aes\)|xts\(aes\)|sha1|sha224|sha256|sha384|sha512)$/) print d; n = "" }' /proc/crypto | sort -u | tr '\n' ' ')
+    write_cnf "hw_drivers = $drivers"
+    OPENSSL_CONF=$tmp/openssl.cnf check "hw_drivers = ($drivers): enc -aes-128-cbc -propquery $HWYES" \
+        $OPENSSL enc -propquery "$HWYES" -aes-128-cbc -K $k128 -iv $IV -in "$tmp/plain" -out "$tmp/ct.hw"
+    $OPENSSL enc -aes-128-cbc -K $k128 -iv $IV -in "$tmp/plain" -out "$tmp/ct.default"
+    same "hw_drivers: enc hw=yes = default" "$tmp/ct.hw" "$tmp/ct.default"
+    OPENSSL_CONF=$tmp/openssl.cnf check "hw_drivers: dgst -sha512 -propquery $HWYES" \
+        $OPENSSL dgst -propquery "$HWYES" -sha512 "$tmp/plain"
+fi
+
+echo "# $passes passed, $fails failed"
+[ $fails = 0 ]

@@ -1,0 +1,431 @@
+/*
+ * Properties, introspection and configuration keys.
+ *
+ *   Props*         every implementation carries hwaf.hw=yes|no (the brief
+ *                  calls it "hw"; OpenSSL 3 needs a dotted name) and
+ *                  hwaf.backend,
+ *                  is listed in hwaf-algorithms, and its context reports the
+ *                  listed driver; hw=yes fetches succeed exactly where a
+ *                  hardware driver is listed; config keys take effect
+ *   Counters*      the provider counts the work it hands to the kernel
+ *   GuestCpuOnly*  guest without virtio-crypto: all drivers are CPU ones, so
+ *                  hw=yes fails everywhere until hw_drivers says otherwise
+ *   GuestVirtio*   guest with virtio-crypto: AES-CBC hw=yes is served by
+ *                  virtio_crypto_aes_cbc, hw=no by aesni
+ */
+#include "hwaf_test.h"
+
+#include <cstring>
+#include <map>
+#include <set>
+
+using namespace hwaf_test;
+
+namespace {
+
+/* The hardware class is the property HWAF_PROP_HW ("hwaf.hw"). */
+const char *const kHwYes = "provider=" HWAF_PROVIDER_NAME "," HWAF_PROP_HW "=yes";
+const char *const kHwNo = "provider=" HWAF_PROVIDER_NAME "," HWAF_PROP_HW "=no";
+
+bool is_cipher(const std::string &name)
+{
+    for (const auto &c : kCiphers)
+        if (name == c.name)
+            return true;
+    return false;
+}
+
+/* Our canonical name for whatever name the provider listed (it may use an
+ * alias); "" when it is none of the 13. */
+std::string canonical(OSSL_LIB_CTX *lib, const std::string &name)
+{
+    for (const auto &c : kCiphers) {
+        EVP_CIPHER *e = EVP_CIPHER_fetch(lib, c.name, "provider=default");
+        bool is = e != nullptr && EVP_CIPHER_is_a(e, name.c_str());
+        EVP_CIPHER_free(e);
+        if (is)
+            return c.name;
+    }
+    for (const auto &d : kDigests) {
+        EVP_MD *e = EVP_MD_fetch(lib, d.name, "provider=default");
+        bool is = e != nullptr && EVP_MD_is_a(e, name.c_str());
+        EVP_MD_free(e);
+        if (is)
+            return d.name;
+    }
+    ERR_clear_error();
+    return "";
+}
+
+struct Served {
+    bool ok = false;
+    std::string provider, driver, backend;
+    int hw = -1;
+};
+
+/* Fetch name with an exact query (no HWAF_TEST_BACKEND added), set up a
+ * context and read what serves it. */
+Served serve(OSSL_LIB_CTX *lib, const std::string &name, const std::string &query)
+{
+    Served s;
+    if (is_cipher(name)) {
+        CipherPtr c(EVP_CIPHER_fetch(lib, name.c_str(), query.c_str()));
+        if (!c)
+            return s;
+        s.provider = OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c.get()));
+        Bytes key((size_t)EVP_CIPHER_get_key_length(c.get())), iv(16, 7);
+        for (size_t i = 0; i < key.size(); i++)
+            key[i] = (unsigned char)(i + 1);
+        CtxPtr ctx(EVP_CIPHER_CTX_new());
+        if (!EVP_EncryptInit_ex2(ctx.get(), c.get(), key.data(), iv.data(), nullptr))
+            return s;
+        s.ok = true;
+        s.driver = ctx_param_str(ctx.get(), HWAF_PARAM_DRIVER);
+        s.backend = ctx_param_str(ctx.get(), HWAF_PARAM_BACKEND);
+        s.hw = ctx_param_int(ctx.get(), HWAF_PARAM_HW);
+    } else {
+        MdPtr m(EVP_MD_fetch(lib, name.c_str(), query.c_str()));
+        if (!m)
+            return s;
+        s.provider = OSSL_PROVIDER_get0_name(EVP_MD_get0_provider(m.get()));
+        MdCtxPtr ctx(EVP_MD_CTX_new());
+        if (!EVP_DigestInit_ex2(ctx.get(), m.get(), nullptr))
+            return s;
+        s.ok = true;
+        s.driver = md_ctx_param_str(ctx.get(), HWAF_PARAM_DRIVER);
+        s.backend = md_ctx_param_str(ctx.get(), HWAF_PARAM_BACKEND);
+        s.hw = md_ctx_param_int(ctx.get(), HWAF_PARAM_HW);
+    }
+    return s;
+}
+
+/* The result of a one-shot operation through hwaf with query equals the
+ * default provider's. */
+::testing::AssertionResult matches_default(OSSL_LIB_CTX *lib, const std::string &name, const std::string &query)
+{
+    Bytes in(1008), key(64), iv(16), a, b;
+    for (size_t i = 0; i < in.size(); i++)
+        in[i] = (unsigned char)(i * 31 + 7);
+    for (size_t i = 0; i < key.size(); i++)
+        key[i] = (unsigned char)(i * 13 + 5);
+    if (is_cipher(name)) {
+        CipherPtr h(EVP_CIPHER_fetch(lib, name.c_str(), query.c_str()));
+        CipherPtr d(EVP_CIPHER_fetch(lib, name.c_str(), "provider=default"));
+        if (!h || !d)
+            return ::testing::AssertionFailure() << name << ": fetch failed";
+        key.resize((size_t)EVP_CIPHER_get_key_length(d.get()));
+        for (int enc : {1, 0}) {
+            if (!cipher_oneshot(h.get(), enc, key, iv, in, &a, 0) || !cipher_oneshot(d.get(), enc, key, iv, in, &b, 0))
+                return ::testing::AssertionFailure() << name << ": operation failed\n" << error_queue_text();
+            if (a != b)
+                return ::testing::AssertionFailure() << name << (enc ? " encrypt" : " decrypt")
+                                                     << " differs from the default provider";
+        }
+    } else {
+        MdPtr h(EVP_MD_fetch(lib, name.c_str(), query.c_str()));
+        MdPtr d(EVP_MD_fetch(lib, name.c_str(), "provider=default"));
+        if (!h || !d || !digest_oneshot(h.get(), in, &a) || !digest_oneshot(d.get(), in, &b))
+            return ::testing::AssertionFailure() << name << ": digest failed\n" << error_queue_text();
+        if (a != b)
+            return ::testing::AssertionFailure() << name << " digest differs from the default provider";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+std::vector<std::string> all_names()
+{
+    std::vector<std::string> v;
+    for (const auto &c : kCiphers)
+        v.push_back(c.name);
+    for (const auto &d : kDigests)
+        v.push_back(d.name);
+    return v;
+}
+
+std::vector<ImplLine> lines_of(const LibCtx &lib)
+{
+    std::string text;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_ALGORITHMS, &text)) << HWAF_PARAM_ALGORITHMS << " not gettable";
+    return parse_algorithms(text);
+}
+
+void collect_cipher(EVP_CIPHER *c, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c)), HWAF_PROVIDER_NAME) == 0)
+        ((std::vector<std::string> *)arg)->push_back(EVP_CIPHER_get0_name(c));
+}
+
+void collect_md(EVP_MD *m, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(EVP_MD_get0_provider(m)), HWAF_PROVIDER_NAME) == 0)
+        ((std::vector<std::string> *)arg)->push_back(EVP_MD_get0_name(m));
+}
+
+class Props : public KernelTest {};
+
+TEST_F(Props, EveryImplementationListedAndLabelled)
+{
+    OSSL_LIB_CTX *lib = lib_->get();
+    std::vector<ImplLine> lines = lines_of(*lib_);
+    ASSERT_FALSE(lines.empty()) << "hwaf offers nothing on a kernel with a usable backend";
+    std::multiset<std::string> listed;
+    for (const ImplLine &l : lines) {
+        std::string name = canonical(lib, l.name);
+        ASSERT_FALSE(name.empty()) << "hwaf lists an unknown algorithm '" << l.name << "'";
+        listed.insert(name);
+        EXPECT_TRUE(l.backend == "afalg" || l.backend == "devcrypto") << l.backend;
+        std::string q = std::string("provider=hwaf," HWAF_PROP_HW "=") + (l.hw ? "yes" : "no") + ",hwaf.backend=" + l.backend;
+        Served s = serve(lib, name, q);
+        ASSERT_TRUE(s.ok) << name << " listed but fetch '" << q << "' fails\n" << error_queue_text();
+        EXPECT_EQ(s.provider, HWAF_PROVIDER_NAME);
+        EXPECT_EQ(s.driver, l.driver) << name << " " << q;
+        EXPECT_EQ(s.backend, l.backend) << name << " " << q;
+        EXPECT_EQ(s.hw, l.hw ? 1 : 0) << name << " " << q;
+        EXPECT_TRUE(matches_default(lib, name, q)) << q;
+    }
+    /* What EVP enumerates from hwaf is exactly what it lists. */
+    std::vector<std::string> seen;
+    EVP_CIPHER_do_all_provided(lib, collect_cipher, &seen);
+    EVP_MD_do_all_provided(lib, collect_md, &seen);
+    std::multiset<std::string> enumerated;
+    for (const auto &n : seen) {
+        std::string c = canonical(lib, n);
+        EXPECT_FALSE(c.empty()) << "hwaf implements unexpected algorithm " << n;
+        enumerated.insert(c);
+    }
+    /* One listed line per implementation: an implementation without the
+     * hwaf.hw and hwaf.backend labels could not be served by its line's
+     * exact query above, and would be counted here. */
+    EXPECT_EQ(enumerated, listed) << "implementations EVP enumerates vs lines hwaf lists";
+    for (const auto &name : all_names()) {
+        bool any = listed.count(name) > 0;
+        bool yes = false, no = false;
+        for (const ImplLine &l : lines)
+            if (canonical(lib, l.name) == name)
+                (l.hw ? yes : no) = true;
+        EXPECT_EQ(serve(lib, name, kHwYes).ok, yes) << name << " hw=yes";
+        EXPECT_EQ(serve(lib, name, kHwNo).ok, no) << name << " hw=no";
+        EXPECT_EQ(serve(lib, name, "provider=hwaf").ok, any) << name;
+        ERR_clear_error();
+    }
+}
+
+/* The backends key: with only devcrypto allowed, nothing comes from AF_ALG. */
+TEST_F(Props, BackendsKeyTakesEffect)
+{
+    LibCtx lib(make_config("backends = devcrypto\n"));
+    ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+    std::string text;
+    ASSERT_TRUE(lib.prov_param(HWAF_PARAM_ALGORITHMS, &text));
+    for (const ImplLine &l : parse_algorithms(text))
+        EXPECT_NE(l.backend, "afalg") << "afalg used although backends = devcrypto";
+    std::string st;
+    ASSERT_TRUE(lib.prov_param(HWAF_PARAM_AFALG_STATUS, &st));
+    EXPECT_NE(st.compare(0, 6, "usable"), 0) << "AF_ALG reported usable although not enabled: " << st;
+    EXPECT_FALSE(st.empty());
+}
+
+class Counters : public KernelTest {};
+
+TEST_F(Counters, CountWorkHandedToTheKernel)
+{
+    CipherPtr h, d;
+    need_cipher("AES-128-CBC", &h, &d);
+    if (!h)
+        return;
+    CtxPtr probe(EVP_CIPHER_CTX_new());
+    Bytes key = random_bytes(16), iv = random_bytes(16), in = random_bytes(4096), out;
+    ASSERT_TRUE(EVP_EncryptInit_ex2(probe.get(), h.get(), key.data(), iv.data(), nullptr));
+    std::string be = ctx_param_str(probe.get(), HWAF_PARAM_BACKEND);
+    const char *ops_p = be == "devcrypto" ? HWAF_PARAM_DEVCRYPTO_OPS : HWAF_PARAM_AFALG_OPS;
+    const char *bytes_p = be == "devcrypto" ? HWAF_PARAM_DEVCRYPTO_BYTES : HWAF_PARAM_AFALG_BYTES;
+    uint64_t ops0 = 0, bytes0 = 0, ops1 = 0, bytes1 = 0;
+    ASSERT_TRUE(lib_->prov_param(ops_p, &ops0)) << ops_p;
+    ASSERT_TRUE(lib_->prov_param(bytes_p, &bytes0)) << bytes_p;
+    ASSERT_TRUE(cipher_oneshot(h.get(), 1, key, iv, in, &out, 0));
+    MdPtr mh, md;
+    need_md("SHA2-256", &mh, &md);
+    if (!mh)
+        return;
+    ASSERT_TRUE(digest_oneshot(mh.get(), in, &out));
+    ASSERT_TRUE(lib_->prov_param(ops_p, &ops1));
+    ASSERT_TRUE(lib_->prov_param(bytes_p, &bytes1));
+    EXPECT_GE(ops1 - ops0, 2u) << "one cipher and one digest operation";
+    EXPECT_GE(bytes1 - bytes0, 2 * 4096u);
+    EXPECT_LE(bytes1 - bytes0, 4 * 4096u) << "counted far more bytes than were processed";
+}
+
+/* ---- guest without virtio-crypto ---------------------------------------- */
+
+class GuestCpuOnly : public KernelTest {
+protected:
+    void SetUp() override
+    {
+        KernelTest::SetUp();
+        if (IsSkipped() || HasFatalFailure())
+            return;
+        ASSERT_TRUE(env().guest && !env().virtio)
+            << "GuestCpuOnly* runs in the guest without virtio-crypto (HWAF_GUEST=1, HWAF_GUEST_VIRTIO_CRYPTO=0)";
+    }
+};
+
+TEST_F(GuestCpuOnly, HwYesFailsCleanlyEverywhere)
+{
+    std::vector<ImplLine> lines = lines_of(*lib_);
+    ASSERT_EQ(lines.size(), 13u) << "every algorithm once, from AF_ALG";
+    for (const ImplLine &l : lines) {
+        EXPECT_FALSE(l.hw) << l.name << " " << l.driver << " classified as hardware";
+        EXPECT_EQ(l.driver.find("virtio"), std::string::npos) << l.driver;
+    }
+    for (const auto &name : all_names()) {
+        ERR_clear_error();
+        Served s = serve(lib_->get(), name, kHwYes);
+        EXPECT_FALSE(s.ok) << name << " hw=yes served by " << s.driver;
+        EXPECT_NE(ERR_peek_error(), 0u) << name << ": fetch failed without an error";
+        ERR_clear_error();
+        EXPECT_TRUE(serve(lib_->get(), name, kHwNo).ok) << name;
+    }
+}
+
+std::string drivers_of(const std::vector<ImplLine> &lines, const char *sep)
+{
+    std::set<std::string> d;
+    for (const ImplLine &l : lines)
+        d.insert(l.driver);
+    std::string s;
+    for (const auto &x : d)
+        s += (s.empty() ? "" : sep) + x;
+    return s;
+}
+
+TEST_F(GuestCpuOnly, HwDriversKeyDeclaresThemHardware)
+{
+    std::vector<ImplLine> lines = lines_of(*lib_);
+    ASSERT_FALSE(lines.empty());
+    for (const char *sep : {" ", ", "}) {
+        LibCtx lib(make_config("hw_drivers = " + drivers_of(lines, sep) + "\n"));
+        ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+        for (const auto &name : all_names()) {
+            Served s = serve(lib.get(), name, kHwYes);
+            EXPECT_TRUE(s.ok) << name << " hw=yes with hw_drivers (separator '" << sep << "')\n"
+                              << error_queue_text();
+            EXPECT_EQ(s.hw, 1) << name;
+            EXPECT_TRUE(matches_default(lib.get(), name, kHwYes));
+            EXPECT_FALSE(serve(lib.get(), name, kHwNo).ok) << name << " still hw=no";
+        }
+    }
+}
+
+TEST_F(GuestCpuOnly, AllowSoftwareNo)
+{
+    std::vector<ImplLine> lines = lines_of(*lib_);
+    {
+        LibCtx lib(make_config("allow_software = no\n"));
+        ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+        std::string text;
+        ASSERT_TRUE(lib.prov_param(HWAF_PARAM_ALGORITHMS, &text));
+        EXPECT_TRUE(parse_algorithms(text).empty()) << "offered with allow_software = no:\n" << text;
+        for (const auto &name : all_names())
+            EXPECT_FALSE(serve(lib.get(), name, "provider=hwaf").ok) << name;
+        ERR_clear_error();
+    }
+    {
+        /* A driver declared hardware is no longer software. */
+        LibCtx lib(make_config("allow_software = no\nhw_drivers = " + drivers_of(lines, " ") + "\n"));
+        ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+        for (const auto &name : all_names())
+            EXPECT_TRUE(serve(lib.get(), name, kHwYes).ok) << name;
+    }
+}
+
+/* ---- guest with virtio-crypto ------------------------------------------- */
+
+class GuestVirtio : public KernelTest {
+protected:
+    void SetUp() override
+    {
+        KernelTest::SetUp();
+        if (IsSkipped() || HasFatalFailure())
+            return;
+        ASSERT_TRUE(env().guest && env().virtio)
+            << "GuestVirtio* runs in the guest with virtio-crypto (HWAF_GUEST_VIRTIO_CRYPTO=1)";
+    }
+};
+
+const char *kCbc[] = {"AES-128-CBC", "AES-192-CBC", "AES-256-CBC"};
+
+TEST_F(GuestVirtio, HwYesCbcServedByVirtioCrypto)
+{
+    for (const char *name : kCbc) {
+        Served s = serve(lib_->get(), name, kHwYes);
+        ASSERT_TRUE(s.ok) << name << " hw=yes\n" << error_queue_text();
+        EXPECT_EQ(s.driver, "virtio_crypto_aes_cbc") << name;
+        EXPECT_EQ(s.hw, 1) << name;
+        EXPECT_TRUE(matches_default(lib_->get(), name, kHwYes));
+        /* A stream split across updates, and the SP 800-38A vector. */
+        CipherPtr h(EVP_CIPHER_fetch(lib_->get(), name, kHwYes));
+        CipherPtr d(EVP_CIPHER_fetch(lib_->get(), name, "provider=default"));
+        ASSERT_TRUE(h && d);
+        for (size_t len : {16, 17, 4096, 65536}) {
+            Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get())), iv = random_bytes(16);
+            Bytes in = random_bytes(len), a, b, back;
+            ASSERT_TRUE(cipher_oneshot(h.get(), 1, key, iv, in, &a)) << error_queue_text();
+            ASSERT_TRUE(cipher_oneshot(d.get(), 1, key, iv, in, &b));
+            EXPECT_TRUE(a == b) << name << " len " << len;
+            ASSERT_TRUE(cipher_oneshot(h.get(), 0, key, iv, a, &back)) << error_queue_text();
+            EXPECT_TRUE(back == in) << name << " len " << len;
+        }
+        if (strcmp(name, "AES-128-CBC") == 0) {
+            Bytes ct; /* SP 800-38A F.2.1, first block */
+            ASSERT_TRUE(cipher_oneshot(h.get(), 1, unhex("2b7e151628aed2a6abf7158809cf4f3c"),
+                                       unhex("000102030405060708090a0b0c0d0e0f"),
+                                       unhex("6bc1bee22e409f96e93d7e117393172a"), &ct, 0));
+            EXPECT_EQ(tohex(ct), "7649abac8119b246cee98e9b12e9197d");
+        }
+    }
+}
+
+TEST_F(GuestVirtio, HwNoStillGetsAesni)
+{
+    for (const char *name : kCbc) {
+        Served s = serve(lib_->get(), name, kHwNo);
+        ASSERT_TRUE(s.ok) << name << " hw=no\n" << error_queue_text();
+        EXPECT_NE(s.driver.find("aesni"), std::string::npos) << name << " hw=no served by " << s.driver;
+        EXPECT_EQ(s.hw, 0);
+    }
+    /* Nothing else has a hardware driver in this guest. */
+    for (const auto &name : all_names()) {
+        if (name.find("CBC") != std::string::npos)
+            continue;
+        EXPECT_FALSE(serve(lib_->get(), name, kHwYes).ok) << name;
+        ERR_clear_error();
+    }
+}
+
+TEST_F(GuestVirtio, SwDriversKeyOverrides)
+{
+    LibCtx lib(make_config("sw_drivers = virtio_crypto_aes_cbc\n"));
+    ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+    for (const char *name : kCbc) {
+        EXPECT_FALSE(serve(lib.get(), name, kHwYes).ok) << name;
+        ERR_clear_error();
+    }
+}
+
+TEST_F(GuestVirtio, AllowSoftwareNoLeavesOnlyTheEngine)
+{
+    LibCtx lib(make_config("allow_software = no\n"));
+    ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+    std::string text;
+    ASSERT_TRUE(lib.prov_param(HWAF_PARAM_ALGORITHMS, &text));
+    std::vector<ImplLine> lines = parse_algorithms(text);
+    EXPECT_EQ(lines.size(), 3u) << text;
+    for (const ImplLine &l : lines) {
+        EXPECT_TRUE(l.hw) << l.name;
+        EXPECT_EQ(l.driver, "virtio_crypto_aes_cbc");
+    }
+    for (const char *name : kCbc)
+        EXPECT_TRUE(matches_default(lib.get(), name, "provider=hwaf"));
+}
+
+} // namespace
