@@ -137,6 +137,7 @@ static struct {
     int nsizes;
     double seconds;
     double warmup;
+    double slice;
     int repeat;
     const char *impls;     /* comma list of name prefixes, NULL = all */
     const char *csv;
@@ -160,6 +161,8 @@ static void usage(FILE *f)
         "                   (default 16,64,256,1024,8192,16384,65536,1048576)\n"
         "  --seconds S      wall-clock time per measurement (default 0.3)\n"
         "  --warmup S       warm-up before each measurement (default min(0.1, S/3))\n"
+        "  --slice S        implementations take turns in slices of S seconds\n"
+        "                   (default 0.05)\n"
         "  --repeat N       measure each cell N times, interleaved, keep the median\n"
         "                   (default 1; 3 with --check)\n"
         "  --impls LIST     only implementations whose name starts with one of these\n"
@@ -370,22 +373,31 @@ static void arm_watchdog(const result *r, double budget)
     alarm(secs);
 }
 
-/* One timed run of inst at len.  Returns 0 on an operation error. */
-static int time_cell(bench_inst *inst, const unsigned char *in, unsigned char *out,
-                     size_t len, result *r)
+/* Warm-up: caches, page faults, kernel allocations, CPU frequency. */
+static int warm_up(bench_inst *inst, const unsigned char *in, unsigned char *out,
+                   size_t len, result *r)
+{
+    double end = now() + opt.warmup;
+
+    do {
+        if (!inst->ops->op(inst->st, in, out, len, r->note, sizeof(r->note)))
+            return 0;
+    } while (now() < end);
+    return 1;
+}
+
+/*
+ * One timed slice of inst at len, added to r (wall, CPU, operations,
+ * counters).  Returns 0 on an operation error.
+ */
+static int time_slice(bench_inst *inst, const unsigned char *in, unsigned char *out,
+                      size_t len, double seconds, result *r)
 {
     struct rusage ru0, ru1;
     uint64_t c0o[BENCH_CTR_COUNT], c0b[BENCH_CTR_COUNT];
     uint64_t c1o[BENCH_CTR_COUNT], c1b[BENCH_CTR_COUNT];
-    double t0, t, tb, warm_end;
+    double t0, t, tb;
     uint64_t ops = 0, batch = 1, i;
-
-    /* Warm-up: caches, page faults, kernel allocations, CPU frequency. */
-    warm_end = now() + opt.warmup;
-    do {
-        if (!inst->ops->op(inst->st, in, out, len, r->note, sizeof(r->note)))
-            return 0;
-    } while (now() < warm_end);
 
     bench_hwaf_counters(c0o, c0b);
     getrusage(RUSAGE_SELF, &ru0);
@@ -397,7 +409,7 @@ static int time_cell(bench_inst *inst, const unsigned char *in, unsigned char *o
                 return 0;
         ops += batch;
         t = now();
-        if (t - t0 >= opt.seconds)
+        if (t - t0 >= seconds)
             break;
         /* Read the clock about once a millisecond, not once an operation. */
         if (t - tb < 0.001 && batch < (1u << 20))
@@ -405,13 +417,13 @@ static int time_cell(bench_inst *inst, const unsigned char *in, unsigned char *o
     }
     getrusage(RUSAGE_SELF, &ru1);
     bench_hwaf_counters(c1o, c1b);
-    r->wall = t - t0;
-    r->user = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
-    r->sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
-    r->ops = ops;
+    r->wall += t - t0;
+    r->user += tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
+    r->sys += tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+    r->ops += ops;
     if (inst->counter >= 0) {
-        r->ctr_ops = c1o[inst->counter] - c0o[inst->counter];
-        r->ctr_bytes = c1b[inst->counter] - c0b[inst->counter];
+        r->ctr_ops += c1o[inst->counter] - c0o[inst->counter];
+        r->ctr_bytes += c1b[inst->counter] - c0b[inst->counter];
     }
     return 1;
 }
@@ -835,6 +847,16 @@ static void ratio_target(const bench_alg *a, const char *what, const char *impl,
     fmt_size(len, sz, sizeof(sz));
     snprintf(target, sizeof(target), "%s %s %s B: %s >= %.1fx %s", a->name, what, sz,
              impl, want, ref);
+    if (x != NULL && y == NULL) {
+        /* A peer that cannot take this buffer size at all is beaten. */
+        const result *na = find(a, ref, len);
+
+        if (na != NULL && na->status == ST_NA && na->family == BENCH_FAM_PEER) {
+            snprintf(detail, sizeof(detail), "(%s cannot take %s B at all)", ref, sz);
+            verdict(target, detail, 1);
+            return;
+        }
+    }
     if (x == NULL || y == NULL || r_mbps(y) <= 0) {
         snprintf(detail, sizeof(detail), "(%s not measured)", x == NULL ? impl : ref);
         verdict(target, detail, -1);
@@ -1039,26 +1061,58 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
             }
         }
         alarm(0);
-        /* Timed passes, interleaved across implementations; each cell keeps
-         * its median run by throughput. */
+        /*
+         * Timed passes.  Within one pass the implementations take turns in
+         * slices (--slice) until each has had --seconds, so that anything
+         * else the machine does while the pass runs (other processes, a
+         * loaded host under an emulated guest) falls on all of them alike.
+         * With --repeat, each cell keeps its median pass by throughput.
+         */
         runs = calloc((size_t)s.n * (size_t)opt.repeat, sizeof(*runs));
         for (rep = 0; rep < opt.repeat && runs != NULL; rep++) {
+            int nslices = (int)ceil(opt.seconds / opt.slice - 1e-9), sl;
+
             for (i = 0; i < s.n; i++) {
                 result *r = &results[base + (size_t)i];
                 result *t = &runs[(size_t)i * (size_t)opt.repeat + (size_t)rep];
 
+                *t = *r;
+                t->wall = t->user = t->sys = 0;
+                t->ops = t->ctr_ops = t->ctr_bytes = 0;
                 if (r->status != ST_OK)
                     continue;
-                progress(a, len, r->impl);
-                *t = *r;
-                arm_watchdog(r, opt.seconds + opt.warmup);
-                if (!time_cell(&s.inst[i], in, out, len, t)) {
+                arm_watchdog(r, opt.warmup);
+                if (!warm_up(&s.inst[i], in, out, len, t)) {
                     r->status = ST_ERROR;
                     snprintf(r->note, sizeof(r->note), "%s", t->note);
                 }
                 alarm(0);
-                cells_done++;
             }
+            for (sl = 0; sl < nslices; sl++) {
+                for (i = 0; i < s.n; i++) {
+                    result *r = &results[base + (size_t)i];
+                    result *t = &runs[(size_t)i * (size_t)opt.repeat + (size_t)rep];
+
+                    if (r->status != ST_OK)
+                        continue;
+                    /* The last slice makes up the total exactly. */
+                    double want = opt.seconds - t->wall;
+
+                    if (sl + 1 < nslices && want > opt.slice)
+                        want = opt.slice;
+                    if (want <= 0)
+                        continue;
+                    progress(a, len, r->impl);
+                    arm_watchdog(r, want);
+                    if (!time_slice(&s.inst[i], in, out, len, want, t)) {
+                        r->status = ST_ERROR;
+                        snprintf(r->note, sizeof(r->note), "%s", t->note);
+                    }
+                    alarm(0);
+                }
+            }
+            for (i = 0; i < s.n; i++)
+                cells_done++;
         }
         for (i = 0; i < s.n && runs != NULL; i++) {
             result *r = &results[base + (size_t)i];
@@ -1126,6 +1180,8 @@ int main(int argc, char **argv)
             opt.seconds = atof(val);
         } else if (strcmp(arg, "--warmup") == 0) {
             opt.warmup = atof(val);
+        } else if (strcmp(arg, "--slice") == 0) {
+            opt.slice = atof(val);
         } else if (strcmp(arg, "--repeat") == 0) {
             opt.repeat = atoi(val);
         } else if (strcmp(arg, "--impls") == 0) {
@@ -1152,6 +1208,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "hwaf-bench: --seconds must be in (0, 3600]\n");
         return 64;
     }
+    if (opt.slice <= 0)
+        opt.slice = 0.05;
     if (opt.warmup < 0)
         opt.warmup = opt.seconds / 3 < 0.1 ? opt.seconds / 3 : 0.1;
     if (opt.repeat <= 0)
@@ -1193,8 +1251,8 @@ int main(int argc, char **argv)
     printf("hwaf-bench: %d algorithm(s), sizes", opt.nalgs);
     for (a = 0; a < opt.nsizes; a++)
         printf(" %zu", opt.sizes[a]);
-    printf("; %.3f s per measurement after %.3f s warm-up, %d run(s) each\n",
-           opt.seconds, opt.warmup, opt.repeat);
+    printf("; %.3f s per measurement (in turns of %.3f s) after %.3f s warm-up, "
+           "%d run(s) each\n", opt.seconds, opt.slice, opt.warmup, opt.repeat);
     printf("throughput and ops/s by wall clock; CPU = (user + sys) / wall of this "
            "process; s/GiB = CPU seconds per GiB processed\n");
     bench_hwaf_describe(stdout);
