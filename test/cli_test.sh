@@ -26,19 +26,19 @@ passes=0
 ok() { passes=$((passes + 1)); echo "ok   - $*"; }
 bad() { fails=$((fails + 1)); echo "FAIL - $*"; }
 check() { # DESCRIPTION CMD...: the command must succeed
-    d=$1
+    _desc=$1
     shift
-    if "$@" >"$tmp/out" 2>"$tmp/err"; then ok "$d"; else bad "$d"; sed 's/^/      /' "$tmp/err" | head -20; fi
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then ok "$_desc"; else bad "$_desc"; sed 's/^/      /' "$tmp/err" | head -20; fi
 }
 refuse() { # DESCRIPTION CMD...: the command must fail with an error message
-    d=$1
+    _desc=$1
     shift
     if "$@" >"$tmp/out" 2>"$tmp/err"; then
-        bad "$d (succeeded)"
+        bad "$_desc (succeeded)"
     elif [ ! -s "$tmp/err" ]; then
-        bad "$d (failed without a message)"
+        bad "$_desc (failed without a message)"
     else
-        ok "$d"
+        ok "$_desc"
     fi
 }
 same() { # DESCRIPTION FILE1 FILE2
@@ -143,6 +143,7 @@ for c in aes-128-cbc aes-192-cbc aes-256-cbc aes-128-ctr aes-256-ctr; do
     same "enc -d -$c: round trip" "$tmp/back" "$tmp/plain"
 done
 # hwaf alone (no default provider loaded) proves hwaf did the work.
+$OPENSSL enc -aes-256-cbc -K $KEY -iv $IV -in "$tmp/plain" -out "$tmp/ct.default"
 check "enc -aes-256-cbc with only hwaf loaded" $OPENSSL enc -provider-path "$moddir" -provider hwaf -aes-256-cbc -K $KEY -iv $IV -in "$tmp/plain" -out "$tmp/ct.only"
 same "enc with only hwaf = default" "$tmp/ct.only" "$tmp/ct.default"
 refuse "enc -aes-128-ecb -propquery provider=hwaf (not offered) fails" \
