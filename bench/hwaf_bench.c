@@ -862,7 +862,7 @@ static void ratio_target(const bench_alg *a, const char *what, const char *impl,
         verdict(target, detail, -1);
         return;
     }
-    snprintf(detail, sizeof(detail), "%.3fx (%.2f vs %.2f MB/s%s)",
+    snprintf(detail, sizeof(detail), "%.3fx (%.3g vs %.3g MB/s%s)",
              r_mbps(x) / r_mbps(y), r_mbps(x), r_mbps(y),
              strcmp(x->driver, y->driver) != 0 ? ", drivers differ" : "");
     verdict(target, detail, r_mbps(x) >= want * r_mbps(y));
