@@ -55,15 +55,23 @@ int afalg_accept(int fd)
     return op < 0 ? -errno : op;
 }
 
-size_t afalg_grow_sndbuf(int fd, size_t want)
+size_t afalg_grow_buffers(int fd, size_t want)
 {
-    int val = (int)want;
-    socklen_t len = sizeof(val);
+    static const int opt[2] = { SO_SNDBUF, SO_RCVBUF };
+    size_t got = (size_t)-1;
+    int i;
 
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &val, sizeof(val));
-    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &val, &len) != 0 || val < 0)
-        return 0;
-    return (size_t)val;
+    for (i = 0; i < 2; i++) {
+        int val = (int)want;
+        socklen_t len = sizeof(val);
+
+        (void)setsockopt(fd, SOL_SOCKET, opt[i], &val, sizeof(val));
+        if (getsockopt(fd, SOL_SOCKET, opt[i], &val, &len) != 0 || val < 0)
+            return 0;
+        if ((size_t)val < got)
+            got = (size_t)val;
+    }
+    return got;
 }
 
 ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,

@@ -14,8 +14,13 @@ int afalg_bind(const char *type, const char *name);
 int afalg_setkey(int tfm, const unsigned char *key, size_t keylen);
 /* accept(): an operation socket, or -errno. */
 int afalg_accept(int fd);
-/* Raise the socket's send buffer (best effort) and return what it is. */
-size_t afalg_grow_sndbuf(int fd, size_t want);
+/*
+ * Raise the socket's send and receive buffers (best effort) and return the
+ * smaller.  One operation must fit both: the send buffer or sendmsg() waits
+ * for a reader that never comes; the receive buffer or one read() processes
+ * only part of it (which restarts an XTS tweak).
+ */
+size_t afalg_grow_buffers(int fd, size_t want);
 
 /*
  * One sendmsg() carrying the operation, the IV (when iv != NULL) and the

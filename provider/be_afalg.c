@@ -204,11 +204,8 @@ static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
         goto err;
     }
-    /*
-     * One sendmsg() must fit the socket's send buffer, or it waits for a
-     * reader that never comes.  Keep a page of slack.
-     */
-    sndbuf = afalg_grow_sndbuf(s->op, AFALG_SNDBUF_WANT);
+    /* One operation must fit both socket buffers.  Keep a page of slack. */
+    sndbuf = afalg_grow_buffers(s->op, AFALG_SNDBUF_WANT);
     s->max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                      : 3 * AFALG_PAGE;
     *out = s;

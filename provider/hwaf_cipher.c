@@ -4,6 +4,7 @@
  * parameters, copies, fork recovery -- written once above the backend
  * vtable.  Backends only ever see whole operations with an explicit IV.
  */
+#include <stdio.h>
 #include <string.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
@@ -37,7 +38,19 @@ typedef struct hwaf_cipher_ctx_st {
     unsigned char buf[BLK];         /* CBC: pending input; CTR: keystream */
     size_t bufsz;                   /* CBC: bytes in buf */
     unsigned int num;               /* CTR: keystream bytes of buf used */
+    /* XTS units larger than one backend operation: an ecb(aes) session with
+     * the tweak key, opened on first need (see xts_split). */
+    hwaf_impl ecb_impl;
+    hwaf_be_cipher *ecb;
 } hwaf_cipher_ctx;
+
+/* The raw block cipher XTS splitting needs; never offered to OpenSSL. */
+static const hwaf_alg ecb_aes[2] = {
+    { "AES-128-ECB", "ecb(aes)", HWAF_KIND_CIPHER, HWAF_MODE_NONE, 16, 0, 16, 0,
+      NULL, NULL, NULL, NULL, 0 },
+    { "AES-256-ECB", "ecb(aes)", HWAF_KIND_CIPHER, HWAF_MODE_NONE, 32, 0, 16, 0,
+      NULL, NULL, NULL, NULL, 0 },
+};
 
 #define PROV(ctx) ((ctx)->impl->prov)
 
@@ -50,12 +63,23 @@ static const hwaf_alg *ALG(const hwaf_cipher_ctx *ctx)
 
 static void be_drop(hwaf_cipher_ctx *ctx, int abandon)
 {
+    const hwaf_backend *be = ctx->impl->be;
+
+    if (ctx->ecb != NULL) {
+        if (abandon)
+            be->cipher_abandon(ctx->ecb);
+        else
+            be->cipher_close(ctx->ecb);
+        ctx->ecb = NULL;
+        if (be->impl_free != NULL)
+            be->impl_free(&ctx->ecb_impl);
+    }
     if (ctx->be == NULL)
         return;
     if (abandon)
-        ctx->impl->be->cipher_abandon(ctx->be);
+        be->cipher_abandon(ctx->be);
     else
-        ctx->impl->be->cipher_close(ctx->be);
+        be->cipher_close(ctx->be);
     ctx->be = NULL;
 }
 
@@ -186,11 +210,90 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     return 1;
 }
 
+/* t = t * alpha^n in GF(2^128), IEEE 1619's little-endian convention. */
+static void xts_mul_alpha(unsigned char t[BLK], size_t n)
+{
+    while (n-- > 0) {
+        unsigned int carry = 0, c;
+        int i;
+
+        for (i = 0; i < BLK; i++) {
+            c = t[i] >> 7;
+            t[i] = (unsigned char)((t[i] << 1) | carry);
+            carry = c;
+        }
+        if (carry)
+            t[0] ^= 0x87;
+    }
+}
+
+/*
+ * An XTS data unit larger than the backend takes in one operation (AF_ALG:
+ * its socket's send buffer).  The tweak of block j is E_K2(IV) * alpha^j, and
+ * the kernel derives it from the IV it is given, so a piece starting at block
+ * j gets IV_j = D_K2(E_K2(IV) * alpha^j), computed through an ecb(aes)
+ * session with the tweak key.  Pieces are whole blocks; the last keeps at
+ * least two blocks' worth when the unit ends in a partial block, so that
+ * ciphertext stealing happens inside it.
+ */
+static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
+                     unsigned char *out, const unsigned char *in, size_t len)
+{
+    const hwaf_backend *b = ctx->impl->be;
+    size_t half = ctx->keylen / 2, off = 0, n, rem;
+    unsigned char t[BLK], piv[BLK];
+    int ok = 0;
+
+    if (ctx->ecb == NULL) {
+        ctx->ecb_impl = *ctx->impl;
+        ctx->ecb_impl.alg = &ecb_aes[half == 32];
+        ctx->ecb_impl.be_data = NULL;
+        snprintf(ctx->ecb_impl.drv.name, sizeof(ctx->ecb_impl.drv.name), "ecb(aes)");
+        if (b->impl_init != NULL && !b->impl_init(&ctx->ecb_impl))
+            return 0;
+        if (!b->cipher_open(&ctx->ecb, &ctx->ecb_impl, ctx->key + half, half)) {
+            if (b->impl_free != NULL)
+                b->impl_free(&ctx->ecb_impl);
+            ctx->ecb = NULL;
+            HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DATA_UNIT_TOO_LARGE,
+                       "%zu bytes: the %s backend takes at most %zu in one operation "
+                       "and has no ecb(aes) to split the unit", len, b->name, max);
+            return 0;
+        }
+    }
+    if (!b->cipher_crypt(ctx->ecb, 1, NULL, ctx->iv, t, BLK))
+        goto end;
+    max &= ~(size_t)(BLK - 1);
+    while (off < len) {
+        rem = len - off;
+        n = rem;
+        if (rem > max) {
+            n = max;
+            if (rem % BLK != 0 && rem - n < 2 * BLK)
+                n = (rem - 2 * BLK) & ~(size_t)(BLK - 1);
+        }
+        if (off == 0)
+            memcpy(piv, ctx->iv, BLK);
+        else if (!b->cipher_crypt(ctx->ecb, 0, NULL, t, piv, BLK))
+            goto end;
+        if (!b->cipher_crypt(be, ctx->enc, piv, in + off, out + off, n))
+            goto end;
+        xts_mul_alpha(t, n / BLK);
+        off += n;
+    }
+    ok = 1;
+ end:
+    OPENSSL_cleanse(t, sizeof(t));
+    OPENSSL_cleanse(piv, sizeof(piv));
+    return ok;
+}
+
 /* XTS: one whole data unit per call; the tweak does not carry over. */
 static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
                     const unsigned char *in, size_t len)
 {
     hwaf_be_cipher *be;
+    size_t max;
 
     if (!ctx->key_set) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
@@ -212,12 +315,9 @@ static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
     }
     if ((be = be_get(ctx)) == NULL)
         return 0;
-    if (len > ctx->impl->be->cipher_max(be)) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DATA_UNIT_TOO_LARGE,
-                   "%zu bytes, the %s backend takes at most %zu in one operation",
-                   len, ctx->impl->be->name, ctx->impl->be->cipher_max(be));
-        return 0;
-    }
+    max = ctx->impl->be->cipher_max(be);
+    if (len > max)
+        return xts_split(ctx, be, max, out, in, len);
     return ctx->impl->be->cipher_crypt(be, ctx->enc, ctx->iv, in, out, len);
 }
 
@@ -277,6 +377,7 @@ static void *cipher_dupctx(void *vctx)
     }
     *dst = *src;
     dst->be = NULL;
+    dst->ecb = NULL;
     /* The copy gets its own kernel session: either may be re-keyed. */
     if (dst->key_set && !be_open(dst)) {
         OPENSSL_clear_free(dst, sizeof(*dst));
