@@ -333,7 +333,6 @@ static OSSL_FUNC_cipher_cipher_fn cipher_cipher;
 static OSSL_FUNC_cipher_get_ctx_params_fn cipher_get_ctx_params;
 static OSSL_FUNC_cipher_set_ctx_params_fn cipher_set_ctx_params;
 static OSSL_FUNC_cipher_gettable_ctx_params_fn cipher_gettable_ctx_params;
-static OSSL_FUNC_cipher_settable_ctx_params_fn cipher_settable_ctx_params;
 static OSSL_FUNC_cipher_gettable_params_fn cipher_gettable_params;
 
 static void *cipher_newctx(void *provctx, int alg, int slot)
@@ -740,6 +739,14 @@ static const OSSL_PARAM *cipher_gettable_params(void *provctx)
     return cipher_known_gettable_params;
 }
 
+/* A value that does not fit the caller's parameter is an error, as in OpenSSL. */
+static int param_failed(hwaf_cipher_ctx *ctx, const char *name)
+{
+    HWAF_RAISE(PROV(ctx), HWAF_R_FAILED_TO_SET_PARAMETER,
+               "%s: wrong type or buffer too small", name);
+    return 0;
+}
+
 static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_cipher_ctx *ctx = vctx;
@@ -747,31 +754,35 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ALG(ctx)->ivlen))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->keylen))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_PADDING)) != NULL
         && !OSSL_PARAM_set_uint(p, (unsigned int)ctx->pad))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_NUM)) != NULL
         && !OSSL_PARAM_set_uint(p, ctx->num))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL
         && !set_octets(p, ctx->oiv, ALG(ctx)->ivlen))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
         && !set_octets(p, ctx->iv, ALG(ctx)->ivlen))
-        return 0;
+        return param_failed(ctx, p->key);
+    /* No TLS record mode here (see set), so never a TLS MAC to hand out. */
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC)) != NULL
+        && !OSSL_PARAM_set_octet_ptr(p, NULL, 0))
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
         && !OSSL_PARAM_set_utf8_string(p, ctx->impl->drv.name))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
         && !OSSL_PARAM_set_utf8_string(p, ctx->impl->be->name))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
         && !OSSL_PARAM_set_int(p, ctx->impl->hw))
-        return 0;
+        return param_failed(ctx, p->key);
     return 1;
 }
 
@@ -782,6 +793,7 @@ static const OSSL_PARAM cipher_known_gettable_ctx_params[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, NULL),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
+    OSSL_PARAM_octet_ptr(OSSL_CIPHER_PARAM_TLS_MAC, NULL, 0),
     OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),
     OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),
     OSSL_PARAM_int(HWAF_PARAM_HW, NULL),
@@ -793,6 +805,14 @@ static const OSSL_PARAM *cipher_gettable_ctx_params(void *cctx, void *provctx)
     return cipher_known_gettable_ctx_params;
 }
 
+/*
+ * Settable, as OpenSSL's default provider: padding and num for CBC and CTR
+ * (and use-bits, which only CFB1 heeds), the key length for XTS (which
+ * cannot change).  TLS record processing (tls-version), which libssl asks of
+ * CBC ciphers for TLS 1.0-1.2 CBC suites, is refused with an error rather
+ * than ignored: ignoring it would hand libssl records whose padding and MAC
+ * were never checked.
+ */
 static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     hwaf_cipher_ctx *ctx = vctx;
@@ -800,6 +820,22 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL)
         return 1;
+    if (ALG(ctx)->mode == HWAF_MODE_XTS) {
+        if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
+            size_t keylen;
+
+            if (!OSSL_PARAM_get_size_t(p, &keylen)) {
+                HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "keylen");
+                return 0;
+            }
+            if (keylen != ALG(ctx)->keylen) {
+                HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
+                           "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
+                return 0;
+            }
+        }
+        return 1;
+    }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING)) != NULL) {
         unsigned int pad;
 
@@ -818,16 +854,25 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         }
         ctx->num = num;
     }
-    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
-        size_t keylen;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_USE_BITS)) != NULL) {
+        unsigned int bits;
 
-        if (!OSSL_PARAM_get_size_t(p, &keylen)) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "keylen");
+        if (!OSSL_PARAM_get_uint(p, &bits)) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "use-bits");
             return 0;
         }
-        if (keylen != ALG(ctx)->keylen) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
-                       "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_TLS_VERSION)) != NULL) {
+        unsigned int v;
+
+        if (!OSSL_PARAM_get_uint(p, &v)) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tls-version");
+            return 0;
+        }
+        if (v != 0) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_NOT_SUPPORTED,
+                       "TLS record processing (tls-version); TLS CBC suites need "
+                       "another provider's %s", ctx->impl->alg->names);
             return 0;
         }
     }
@@ -837,14 +882,14 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 static const OSSL_PARAM cipher_known_settable_ctx_params[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, NULL),
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_USE_BITS, NULL),
     OSSL_PARAM_END
 };
 
-static const OSSL_PARAM *cipher_settable_ctx_params(void *cctx, void *provctx)
-{
-    return cipher_known_settable_ctx_params;
-}
+static const OSSL_PARAM xts_known_settable_ctx_params[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_END
+};
 
 /* ---- one dispatch table per (algorithm, implementation slot) ---- */
 
@@ -860,9 +905,7 @@ static const OSSL_PARAM *cipher_settable_ctx_params(void *cctx, void *provctx)
     { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))cipher_get_ctx_params },    \
     { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))cipher_set_ctx_params },    \
     { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                        \
-      (void (*)(void))cipher_gettable_ctx_params },                                \
-    { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                        \
-      (void (*)(void))cipher_settable_ctx_params }
+      (void (*)(void))cipher_gettable_ctx_params }
 
 #define CIPHER_SLOT(id, s)                                                         \
     static OSSL_FUNC_cipher_newctx_fn newctx_##id##_##s;                           \
@@ -873,6 +916,8 @@ static const OSSL_PARAM *cipher_settable_ctx_params(void *cctx, void *provctx)
     static const OSSL_DISPATCH fns_##id##_##s[] = {                                \
         { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))newctx_##id##_##s },            \
         { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))get_params_##id },          \
+        { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                    \
+          (void (*)(void))settable_##id },                                         \
         CIPHER_COMMON_FNS,                                                         \
         { 0, NULL }                                                                \
     };
@@ -882,6 +927,12 @@ static const OSSL_PARAM *cipher_settable_ctx_params(void *cctx, void *provctx)
     static int get_params_##id(OSSL_PARAM params[])                                \
     {                                                                              \
         return cipher_get_params(&hwaf_algs[HWAF_ALG_##id], params);               \
+    }                                                                              \
+    static OSSL_FUNC_cipher_settable_ctx_params_fn settable_##id;                  \
+    static const OSSL_PARAM *settable_##id(void *cctx, void *provctx)              \
+    {                                                                              \
+        return HWAF_MODE_##mode == HWAF_MODE_XTS ? xts_known_settable_ctx_params    \
+                                                 : cipher_known_settable_ctx_params; \
     }                                                                              \
     CIPHER_SLOT(id, 0) CIPHER_SLOT(id, 1) CIPHER_SLOT(id, 2) CIPHER_SLOT(id, 3)
 

@@ -4,6 +4,8 @@
  * docs/config.md documents every key.
  */
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/core_dispatch.h>
@@ -36,10 +38,26 @@ static const char *const be_names[HWAF_BE_COUNT] = {
     [HWAF_BE_DEVCRYPTO] = "devcrypto",
 };
 
-/* Reported with OpenSSL's own reason: our strings are not loaded yet. */
-#define CONFIG_ERROR(prov, ...) \
-    HWAF_RAISE((prov), (int)ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA), \
-               __VA_ARGS__)
+/*
+ * A bad value makes the provider refuse to load.  The error is raised with
+ * OpenSSL's own reason (our strings are not loaded yet) and also printed:
+ * when the provider is activated from openssl.cnf, OpenSSL 3.0 drops the
+ * errors of a failed activation, and a silently absent provider is exactly
+ * what a bad value must not cause.
+ */
+static void config_error(hwaf_prov *prov, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    HWAF_RAISE(prov, (int)ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA), "%s", msg);
+    fprintf(stderr, "%s; the hwaf provider is not loaded\n", msg);
+}
+
+#define CONFIG_ERROR config_error
 
 static int parse_bool(const char *v, int *out)
 {

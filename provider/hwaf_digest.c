@@ -4,6 +4,7 @@
  * and fork() is handled by a snapshot taken in the parent (hwaf_fork.c).
  */
 #include <stddef.h>
+#include <string.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -18,6 +19,7 @@ typedef struct hwaf_digest_ctx_st {
     hwaf_fork_node node;
     int snapshot_ok;   /* the last fork snapshot succeeded */
     int broken;        /* state lost in a child: refuse until init */
+    int finalised;     /* final done: refuse update and final until init */
 } hwaf_digest_ctx;
 
 #define PROV(ctx) ((ctx)->impl->prov)
@@ -72,6 +74,8 @@ static OSSL_FUNC_digest_dupctx_fn digest_dupctx;
 static OSSL_FUNC_digest_gettable_params_fn digest_gettable_params;
 static OSSL_FUNC_digest_get_ctx_params_fn digest_get_ctx_params;
 static OSSL_FUNC_digest_gettable_ctx_params_fn digest_gettable_ctx_params;
+static OSSL_FUNC_digest_set_ctx_params_fn digest_set_ctx_params;
+static int digest_ready(hwaf_digest_ctx *ctx);
 
 static void *digest_newctx(void *provctx, int alg, int slot)
 {
@@ -119,6 +123,7 @@ static void *digest_dupctx(void *vctx)
         return NULL;
     }
     dst->impl = src->impl;
+    dst->finalised = src->finalised;
     if (be != NULL)
         attach(dst, be);
     return dst;
@@ -130,6 +135,7 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
     hwaf_be_md *be;
 
     ctx->broken = 0;
+    ctx->finalised = 0;
     if (ctx->be != NULL && ctx->impl->be->md_reset(ctx->be))
         return 1;
     detach(ctx);
@@ -148,6 +154,11 @@ static int digest_ready(hwaf_digest_ctx *ctx)
     if (ctx->broken) {
         HWAF_RAISE(PROV(ctx), HWAF_R_FORK_RECOVERY_FAILED,
                    "the running hash was lost in fork(); initialise again");
+        return 0;
+    }
+    if (ctx->finalised) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_UPDATE_AFTER_FINAL,
+                   "initialise the context again first");
         return 0;
     }
     return 1;
@@ -175,6 +186,7 @@ static int digest_final(void *vctx, unsigned char *out, size_t *outl,
                    "%zu bytes, the digest is %zu", outsz, mdlen);
         return 0;
     }
+    ctx->finalised = 1;
     if (!ctx->impl->be->md_final(ctx->be, out))
         return 0;
     *outl = mdlen;
@@ -213,6 +225,13 @@ static const OSSL_PARAM *digest_gettable_params(void *provctx)
     return digest_known_gettable_params;
 }
 
+static int param_failed(hwaf_digest_ctx *ctx, const char *name)
+{
+    HWAF_RAISE(PROV(ctx), HWAF_R_FAILED_TO_SET_PARAMETER,
+               "%s: wrong type or buffer too small", name);
+    return 0;
+}
+
 static int digest_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
@@ -220,15 +239,54 @@ static int digest_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
         && !OSSL_PARAM_set_utf8_string(p, ctx->impl->drv.name))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
         && !OSSL_PARAM_set_utf8_string(p, ctx->impl->be->name))
-        return 0;
+        return param_failed(ctx, p->key);
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
         && !OSSL_PARAM_set_int(p, ctx->impl->hw))
-        return 0;
+        return param_failed(ctx, p->key);
     return 1;
 }
+
+/*
+ * SHA1's "ssl3-ms": finish an SSLv3 MAC as OpenSSL's SHA1 does, turning the
+ * running H(text) into H(ms || pad2 || H(text || ms || pad1)).
+ */
+static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    hwaf_digest_ctx *ctx = vctx;
+    const OSSL_PARAM *p;
+    unsigned char pad[40], inner[HWAF_MAX_MD];
+    const void *ms;
+    size_t mslen;
+    int ok;
+
+    if (params == NULL || ctx->impl->alg->mdlen != 20
+        || (p = OSSL_PARAM_locate_const(params, OSSL_DIGEST_PARAM_SSL3_MS)) == NULL)
+        return 1;
+    if (!OSSL_PARAM_get_octet_string_ptr(p, &ms, &mslen) || mslen != 48) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "ssl3-ms: 48 bytes expected");
+        return 0;
+    }
+    if (!digest_ready(ctx))
+        return 0;
+    memset(pad, 0x36, sizeof(pad));
+    ok = ctx->impl->be->md_update(ctx->be, ms, mslen)
+         && ctx->impl->be->md_update(ctx->be, pad, sizeof(pad))
+         && ctx->impl->be->md_final(ctx->be, inner);
+    memset(pad, 0x5c, sizeof(pad));
+    ok = ok && ctx->impl->be->md_update(ctx->be, ms, mslen)
+         && ctx->impl->be->md_update(ctx->be, pad, sizeof(pad))
+         && ctx->impl->be->md_update(ctx->be, inner, 20);
+    OPENSSL_cleanse(inner, sizeof(inner));
+    return ok;
+}
+
+static const OSSL_PARAM sha1_known_settable_ctx_params[] = {
+    OSSL_PARAM_octet_string(OSSL_DIGEST_PARAM_SSL3_MS, NULL, 0),
+    OSSL_PARAM_END
+};
 
 static const OSSL_PARAM digest_known_gettable_ctx_params[] = {
     OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),
@@ -260,6 +318,8 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
         { OSSL_FUNC_DIGEST_GET_CTX_PARAMS, (void (*)(void))digest_get_ctx_params }, \
         { OSSL_FUNC_DIGEST_GETTABLE_CTX_PARAMS,                                    \
           (void (*)(void))digest_gettable_ctx_params },                            \
+        { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params }, \
+        { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))dsettable_##id },  \
         { 0, NULL }                                                                \
     };
 
@@ -268,6 +328,12 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
     static int dget_params_##id(OSSL_PARAM params[])                               \
     {                                                                              \
         return digest_get_params(&hwaf_algs[HWAF_ALG_##id], params);               \
+    }                                                                              \
+    static OSSL_FUNC_digest_settable_ctx_params_fn dsettable_##id;                 \
+    static const OSSL_PARAM *dsettable_##id(void *dctx, void *provctx)             \
+    {                                                                              \
+        return HWAF_ALG_##id == HWAF_ALG_SHA1 ? sha1_known_settable_ctx_params     \
+                                              : sha1_known_settable_ctx_params + 1; \
     }                                                                              \
     DIGEST_SLOT(id, 0) DIGEST_SLOT(id, 1) DIGEST_SLOT(id, 2) DIGEST_SLOT(id, 3)
 

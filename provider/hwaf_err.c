@@ -25,6 +25,8 @@ const OSSL_ITEM hwaf_reason_strings[] = {
     { HWAF_R_FORK_RECOVERY_FAILED, "could not recover kernel state after fork" },
     { HWAF_R_MALLOC_FAILURE, "out of memory" },
     { HWAF_R_NOT_INITIALISED, "operation not initialised" },
+    { HWAF_R_NOT_SUPPORTED, "not supported" },
+    { HWAF_R_FAILED_TO_SET_PARAMETER, "failed to set parameter" },
     { 0, NULL }
 };
 
