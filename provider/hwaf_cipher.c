@@ -807,11 +807,15 @@ static const OSSL_PARAM *cipher_gettable_ctx_params(void *cctx, void *provctx)
 
 /*
  * Settable, as OpenSSL's default provider: padding and num for CBC and CTR
- * (and use-bits, which only CFB1 heeds), the key length for XTS (which
- * cannot change).  TLS record processing (tls-version), which libssl asks of
- * CBC ciphers for TLS 1.0-1.2 CBC suites, is refused with an error rather
- * than ignored: ignoring it would hand libssl records whose padding and MAC
- * were never checked.
+ * (and use-bits, which only CFB1 heeds), the key length for XTS.  Two
+ * deliberate differences:
+ *  - keylen is settable on every cipher and a length other than the
+ *    cipher's is refused (OpenSSL ignores it on CBC and CTR, so a wrong key
+ *    length goes unnoticed there);
+ *  - TLS record processing (tls-version), which libssl asks of CBC ciphers
+ *    for TLS 1.0-1.2 CBC suites, is refused with an error rather than
+ *    ignored: ignoring it would hand libssl records whose padding and MAC
+ *    were never checked.
  */
 static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
@@ -820,22 +824,21 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL)
         return 1;
-    if (ALG(ctx)->mode == HWAF_MODE_XTS) {
-        if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
-            size_t keylen;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
+        size_t keylen;
 
-            if (!OSSL_PARAM_get_size_t(p, &keylen)) {
-                HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "keylen");
-                return 0;
-            }
-            if (keylen != ALG(ctx)->keylen) {
-                HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
-                           "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
-                return 0;
-            }
+        if (!OSSL_PARAM_get_size_t(p, &keylen)) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "keylen");
+            return 0;
         }
-        return 1;
+        if (keylen != ALG(ctx)->keylen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
+                       "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
+            return 0;
+        }
     }
+    if (ALG(ctx)->mode == HWAF_MODE_XTS)
+        return 1;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING)) != NULL) {
         unsigned int pad;
 
@@ -883,6 +886,7 @@ static const OSSL_PARAM cipher_known_settable_ctx_params[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, NULL),
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, NULL),
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_USE_BITS, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
     OSSL_PARAM_END
 };
 
