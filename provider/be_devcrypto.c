@@ -245,22 +245,25 @@ static int dc_kat(int fd, uint32_t ses, const hwaf_alg *alg)
 
     if (alg->kat_out == NULL || alg->kat_inlen > sizeof(out))
         return 1;
+    /* The answers are constants in hwaf's read-only data: the module gets
+     * copies (see dc_cipher_op), in place. */
+    memcpy(out, alg->kat_in, alg->kat_inlen);
     if (alg->kind == HWAF_KIND_CIPHER) {
         memcpy(iv, alg->kat_iv, alg->ivlen);
-        r = dc_crypt(fd, ses, COP_ENCRYPT, 0, iv, alg->kat_in, out,
-                     alg->kat_inlen, NULL);
+        r = dc_crypt(fd, ses, COP_ENCRYPT, 0, iv, out, out, alg->kat_inlen,
+                     NULL);
         if (r == 0 && memcmp(out, alg->kat_out, alg->kat_inlen) != 0)
             r = -EBADMSG;
         if (r == 0) {
             memcpy(iv, alg->kat_iv, alg->ivlen);
-            r = dc_crypt(fd, ses, COP_DECRYPT, 0, iv, alg->kat_out, out,
+            r = dc_crypt(fd, ses, COP_DECRYPT, 0, iv, out, out,
                          alg->kat_inlen, NULL);
             if (r == 0 && memcmp(out, alg->kat_in, alg->kat_inlen) != 0)
                 r = -EBADMSG;
         }
     } else {
         r = dc_crypt(fd, ses, COP_ENCRYPT, COP_FLAG_UPDATE | COP_FLAG_RESET,
-                     NULL, alg->kat_in, NULL, alg->kat_inlen, NULL);
+                     NULL, out, out, alg->kat_inlen, NULL);
         if (r == 0)
             r = dc_crypt(fd, ses, COP_ENCRYPT, COP_FLAG_FINAL, NULL, NULL,
                          NULL, 0, md);
@@ -451,8 +454,14 @@ static int dc_cipher_op(hwaf_be_cipher *s, uint32_t ses, int op,
         memcpy(ivbuf, iv, DC_BLOCK);
         iv = ivbuf;
     }
-    if (dc_aligned(in, s->align) && dc_aligned(out, s->align))
-        return dc_crypt(s->fd, ses, op, 0, iv, in, out, len, NULL);
+    /* Always in place in the caller's output buffer: the module marks
+     * every page it mapped dirty, a read-only source included, and the
+     * source may be a read-only file mapping (constants of a program). */
+    if (dc_aligned(out, s->align)) {
+        if (in != out)
+            memmove(out, in, len);
+        return dc_crypt(s->fd, ses, op, 0, iv, out, out, len, NULL);
+    }
     if (len <= DC_BOUNCE) {
         if (s->bounce == NULL
             && (s->bounce = dc_aligned_alloc(s->align, DC_BOUNCE)) == NULL)
@@ -485,8 +494,7 @@ static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
     memcpy(cur, iv, DC_BLOCK);
     while (len > 0) {
         max = dc_limit();
-        if (!(dc_aligned(in, s->align) && dc_aligned(out, s->align))
-            && max > DC_BOUNCE)
+        if (!dc_aligned(out, s->align) && max > DC_BOUNCE)
             max = DC_BOUNCE;
         n = len < max ? len : max;
         /* CBC decrypt: the next IV is the last input block, which an
@@ -819,9 +827,13 @@ static int dc_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
             memcpy(s->bounce, in, n);
             src = s->bounce;
         }
+        /* dst = src: the module then maps the pages for writing (it marks
+         * them dirty anyway) and falls back to copying when they are
+         * read-only, rather than dirtying a read-only file's page cache.
+         * A hash session never writes to dst. */
         r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
                      COP_FLAG_UPDATE | (s->fresh ? COP_FLAG_RESET : 0), NULL,
-                     src, NULL, n, NULL);
+                     src, (unsigned char *)src, n, NULL);
         if (r < 0) {
             if (dc_too_large(r, n))
                 continue;
