@@ -276,6 +276,25 @@ static int dc_kat(int fd, uint32_t ses, const hwaf_alg *alg)
     return r == 0;
 }
 
+/* XTS units that are not whole blocks need ecb(aes) sessions (see
+ * dc_xts_slow): 1 when the device gives one, or for other algorithms. */
+static int dc_xts_helpers(int fd, const hwaf_alg *alg)
+{
+    uint32_t ses;
+    int r;
+
+    if (alg->mode != HWAF_MODE_XTS)
+        return 1;
+    r = dc_session(fd, CRYPTO_AES_ECB, 0, alg->kat_key, alg->keylen / 2, &ses);
+    if (r < 0) {
+        HWAF_DEBUG("devcrypto %s: no ecb(aes) session for ciphertext "
+                   "stealing: %s", alg->kname, strerror(-r));
+        return 0;
+    }
+    dc_free_session(fd, ses);
+    return 1;
+}
+
 /*
  * /dev/crypto binds the kernel's highest-priority driver by itself: one
  * driver per algorithm, whatever CIOCGSESSINFO reports.
@@ -303,7 +322,7 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
     if (r < 0) {
         HWAF_DEBUG("devcrypto %s: CIOCGSESSINFO: %s", alg->kname,
                    strerror(-r));
-    } else if (dc_kat(fd, ses, alg)) {
+    } else if (dc_kat(fd, ses, alg) && dc_xts_helpers(fd, alg)) {
         ai = cipher ? &info.cipher_info : &info.hash_info;
         memset(&out[0], 0, sizeof(out[0]));
         snprintf(out[0].name, sizeof(out[0].name), "%.*s",
