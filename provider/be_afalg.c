@@ -215,35 +215,56 @@ static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     return 0;
 }
 
+/*
+ * CBC and CTR take any length: the kernel chains rounds of one operation.
+ * An XTS data unit must fit one round.
+ */
 static size_t afalg_cipher_max(hwaf_be_cipher *s)
 {
-    return s->max;
+    if (s->impl->alg->mode == HWAF_MODE_XTS)
+        return s->max;
+    return SIZE_MAX & ~(size_t)(AFALG_PAGE - 1);
 }
 
-/* The copying path: one sendmsg() with the data, one read(). */
+/*
+ * The copying path: one sendmsg() with the direction, the IV and the data,
+ * one read().  Work larger than the socket buffers goes in rounds of one
+ * operation (MSG_MORE), each round read before the next is sent; the kernel
+ * carries the CBC chaining value or CTR counter from round to round (never
+ * used for XTS, whose tweak would restart: see afalg_cipher_max).
+ */
 static int crypt_copy(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                       const unsigned char *in, unsigned char *out, size_t len)
 {
     const hwaf_impl *impl = s->impl;
-    ssize_t n;
+    size_t off, n;
+    ssize_t sent;
     int r;
 
-    n = afalg_send_op(s->op, enc, iv, impl->alg->ivlen, in, len, 0);
-    if (n < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, (int)-n, "sendmsg");
-        return 0;
-    }
-    if ((size_t)n != len) {
-        HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
-                   "sendmsg took %zd of %zu bytes", n, len);
-        return 0;
-    }
-    r = afalg_read_all(s->op, out, len);
-    if (r < 0) {
-        HWAF_RAISE_SYS(impl->prov, r == -EIO ? HWAF_R_KERNEL_SHORT_OUTPUT
-                                             : HWAF_R_KERNEL_OPERATION_FAILED,
-                       -r, "read");
-        return 0;
+    for (off = 0; off < len; off += n) {
+        n = len - off < s->max ? len - off : s->max;
+        if (off == 0) {
+            sent = afalg_send_op(s->op, enc, iv, impl->alg->ivlen, in, n, n < len);
+            if (sent >= 0 && (size_t)sent != n) {
+                HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
+                           "sendmsg took %zd of %zu bytes", sent, n);
+                return 0;
+            }
+            r = sent < 0 ? (int)sent : 0;
+        } else {
+            r = afalg_send_all(s->op, in + off, n, off + n < len);
+        }
+        if (r < 0) {
+            HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "sendmsg");
+            return 0;
+        }
+        r = afalg_read_all(s->op, out + off, n);
+        if (r < 0) {
+            HWAF_RAISE_SYS(impl->prov, r == -EIO ? HWAF_R_KERNEL_SHORT_OUTPUT
+                                                 : HWAF_R_KERNEL_OPERATION_FAILED,
+                           -r, "read");
+            return 0;
+        }
     }
     return 1;
 }
@@ -381,10 +402,13 @@ static int afalg_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *i
 {
     int ok;
 
-    if (use_splice(s, in, len))
+    if (use_splice(s, in, len)) {
         ok = crypt_splice(s, enc, iv, in, out, len);
-    else
+        if (ok)
+            hwaf_stats_add_spliced(len);
+    } else {
         ok = crypt_copy(s, enc, iv, in, out, len);
+    }
     if (ok)
         hwaf_stats_add(HWAF_BE_AFALG, len);
     return ok;

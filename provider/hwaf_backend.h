@@ -141,5 +141,8 @@ int hwaf_guess_hw(const char *driver, int async);
 enum { HWAF_BE_AFALG = 0, HWAF_BE_DEVCRYPTO = 1, HWAF_BE_COUNT };
 void hwaf_stats_add(int be_index, size_t bytes);
 void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
+/* Bytes that reached the kernel without a copy (AF_ALG splice path). */
+void hwaf_stats_add_spliced(size_t bytes);
+uint64_t hwaf_stats_spliced(void);
 
 #endif

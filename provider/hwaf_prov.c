@@ -264,6 +264,7 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_SPLICED_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_END
 };
 
@@ -308,7 +309,8 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     hwaf_stats_get(HWAF_BE_AFALG, &ops, &bytes);
     if (!set_u64(params, HWAF_PARAM_AFALG_OPS, ops)
-        || !set_u64(params, HWAF_PARAM_AFALG_BYTES, bytes))
+        || !set_u64(params, HWAF_PARAM_AFALG_BYTES, bytes)
+        || !set_u64(params, HWAF_PARAM_AFALG_SPLICED_BYTES, hwaf_stats_spliced()))
         return 0;
     hwaf_stats_get(HWAF_BE_DEVCRYPTO, &ops, &bytes);
     return set_u64(params, HWAF_PARAM_DEVCRYPTO_OPS, ops)

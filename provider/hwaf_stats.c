@@ -15,3 +15,15 @@ void hwaf_stats_get(int be, uint64_t *ops, uint64_t *bytes)
     *ops = __atomic_load_n(&stat_ops[be], __ATOMIC_RELAXED);
     *bytes = __atomic_load_n(&stat_bytes[be], __ATOMIC_RELAXED);
 }
+
+static uint64_t stat_spliced;
+
+void hwaf_stats_add_spliced(size_t bytes)
+{
+    __atomic_add_fetch(&stat_spliced, (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t hwaf_stats_spliced(void)
+{
+    return __atomic_load_n(&stat_spliced, __ATOMIC_RELAXED);
+}

@@ -44,5 +44,8 @@
 #define HWAF_PARAM_AFALG_BYTES "hwaf-afalg-bytes"           /* uint64 */
 #define HWAF_PARAM_DEVCRYPTO_OPS "hwaf-devcrypto-ops"       /* uint64 */
 #define HWAF_PARAM_DEVCRYPTO_BYTES "hwaf-devcrypto-bytes"   /* uint64 */
+/* Of hwaf-afalg-bytes, those that reached the kernel without a copy
+ * (vmsplice + splice, see docs/design.md). */
+#define HWAF_PARAM_AFALG_SPLICED_BYTES "hwaf-afalg-spliced-bytes" /* uint64 */
 
 #endif
