@@ -170,7 +170,7 @@ static void check_ciphers(int fd)
     size_t i, j, maxlen = 100000 + 16;
     unsigned char key[64], iv[16], ivcopy[16];
     unsigned char *in = malloc(maxlen), *out = malloc(maxlen), *ref = malloc(maxlen);
-    uint32_t ses;
+    uint32_t ses = 0;
     int r;
 
     for (i = 0; i < sizeof(ciphers) / sizeof(ciphers[0]); i++) {
@@ -249,7 +249,7 @@ static void check_digests(int fd)
 {
     size_t len = 200000, i, mdlen;
     unsigned char *in = malloc(len), md[64], ref[64], md2[64], ref2[64];
-    uint32_t ses, ses2;
+    uint32_t ses = 0, ses2 = 0;
     int r;
 
     RAND_bytes(in, (int)len);
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
 {
     const char *dev = "/dev/crypto";
     int i, fd, fd2;
-    uint32_t ses;
+    uint32_t ses = 0;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--expect-driver-prefix") == 0 && i + 1 < argc)
