@@ -23,7 +23,7 @@
 #define CTR_BOUNCE 4096
 
 typedef struct hwaf_cipher_ctx_st {
-    const hwaf_impl *impl;
+    const hwaf_impl *impl;          /* first: see hwaf_ctx_new() */
     hwaf_be_cipher *be;
     unsigned int gen;               /* fork generation be was opened in */
     unsigned char key[HWAF_MAX_KEY];
@@ -337,19 +337,11 @@ static OSSL_FUNC_cipher_gettable_params_fn cipher_gettable_params;
 
 static void *cipher_newctx(void *provctx, int alg, int slot)
 {
-    hwaf_prov *prov = provctx;
-    const hwaf_impl *impl = prov->slot[alg][slot];
-    hwaf_cipher_ctx *ctx;
+    hwaf_cipher_ctx *ctx = hwaf_ctx_new(provctx, alg, slot, sizeof(*ctx));
 
-    if (impl == NULL)
+    if (ctx == NULL)
         return NULL;
-    ctx = OPENSSL_zalloc(sizeof(*ctx));
-    if (ctx == NULL) {
-        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
-        return NULL;
-    }
-    ctx->impl = impl;
-    ctx->keylen = impl->alg->keylen;
+    ctx->keylen = ctx->impl->alg->keylen;
     ctx->pad = 1;
     return ctx;
 }
@@ -739,14 +731,6 @@ static const OSSL_PARAM *cipher_gettable_params(void *provctx)
     return cipher_known_gettable_params;
 }
 
-/* A value that does not fit the caller's parameter is an error, as in OpenSSL. */
-static int param_failed(hwaf_cipher_ctx *ctx, const char *name)
-{
-    HWAF_RAISE(PROV(ctx), HWAF_R_FAILED_TO_SET_PARAMETER,
-               "%s: wrong type or buffer too small", name);
-    return 0;
-}
-
 static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_cipher_ctx *ctx = vctx;
@@ -754,36 +738,27 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ALG(ctx)->ivlen))
-        return param_failed(ctx, p->key);
+        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->keylen))
-        return param_failed(ctx, p->key);
+        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_PADDING)) != NULL
         && !OSSL_PARAM_set_uint(p, (unsigned int)ctx->pad))
-        return param_failed(ctx, p->key);
+        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_NUM)) != NULL
         && !OSSL_PARAM_set_uint(p, ctx->num))
-        return param_failed(ctx, p->key);
+        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL
         && !set_octets(p, ctx->oiv, ALG(ctx)->ivlen))
-        return param_failed(ctx, p->key);
+        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
         && !set_octets(p, ctx->iv, ALG(ctx)->ivlen))
-        return param_failed(ctx, p->key);
+        return hwaf_param_failed(PROV(ctx), p->key);
     /* No TLS record mode here (see set), so never a TLS MAC to hand out. */
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC)) != NULL
         && !OSSL_PARAM_set_octet_ptr(p, NULL, 0))
-        return param_failed(ctx, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
-        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->drv.name))
-        return param_failed(ctx, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
-        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->be->name))
-        return param_failed(ctx, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
-        && !OSSL_PARAM_set_int(p, ctx->impl->hw))
-        return param_failed(ctx, p->key);
-    return 1;
+        return hwaf_param_failed(PROV(ctx), p->key);
+    return hwaf_impl_get_params(ctx->impl, params);
 }
 
 static const OSSL_PARAM cipher_known_gettable_ctx_params[] = {
@@ -794,9 +769,7 @@ static const OSSL_PARAM cipher_known_gettable_ctx_params[] = {
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
     OSSL_PARAM_octet_ptr(OSSL_CIPHER_PARAM_TLS_MAC, NULL, 0),
-    OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),
-    OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),
-    OSSL_PARAM_int(HWAF_PARAM_HW, NULL),
+    HWAF_IMPL_GETTABLE_PARAMS,
     OSSL_PARAM_END
 };
 

@@ -14,7 +14,7 @@
 #include <hwaf/hwaf.h>
 
 typedef struct hwaf_digest_ctx_st {
-    const hwaf_impl *impl;
+    const hwaf_impl *impl;   /* first: see hwaf_ctx_new() */
     hwaf_be_md *be;
     hwaf_fork_node node;
     int snapshot_ok;   /* the last fork snapshot succeeded */
@@ -79,19 +79,7 @@ static int digest_ready(hwaf_digest_ctx *ctx);
 
 static void *digest_newctx(void *provctx, int alg, int slot)
 {
-    hwaf_prov *prov = provctx;
-    const hwaf_impl *impl = prov->slot[alg][slot];
-    hwaf_digest_ctx *ctx;
-
-    if (impl == NULL)
-        return NULL;
-    ctx = OPENSSL_zalloc(sizeof(*ctx));
-    if (ctx == NULL) {
-        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
-        return NULL;
-    }
-    ctx->impl = impl;
-    return ctx;
+    return hwaf_ctx_new(provctx, alg, slot, sizeof(hwaf_digest_ctx));
 }
 
 static void digest_freectx(void *vctx)
@@ -225,28 +213,11 @@ static const OSSL_PARAM *digest_gettable_params(void *provctx)
     return digest_known_gettable_params;
 }
 
-static int param_failed(hwaf_digest_ctx *ctx, const char *name)
-{
-    HWAF_RAISE(PROV(ctx), HWAF_R_FAILED_TO_SET_PARAMETER,
-               "%s: wrong type or buffer too small", name);
-    return 0;
-}
-
 static int digest_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
-    OSSL_PARAM *p;
 
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
-        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->drv.name))
-        return param_failed(ctx, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
-        && !OSSL_PARAM_set_utf8_string(p, ctx->impl->be->name))
-        return param_failed(ctx, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
-        && !OSSL_PARAM_set_int(p, ctx->impl->hw))
-        return param_failed(ctx, p->key);
-    return 1;
+    return hwaf_impl_get_params(ctx->impl, params);
 }
 
 /*
@@ -289,9 +260,7 @@ static const OSSL_PARAM sha1_known_settable_ctx_params[] = {
 };
 
 static const OSSL_PARAM digest_known_gettable_ctx_params[] = {
-    OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),
-    OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),
-    OSSL_PARAM_int(HWAF_PARAM_HW, NULL),
+    HWAF_IMPL_GETTABLE_PARAMS,
     OSSL_PARAM_END
 };
 

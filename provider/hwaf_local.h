@@ -80,6 +80,24 @@ typedef struct hwaf_prov_st {
 } hwaf_prov;
 
 
+/*
+ * Parameters every context answers (hwaf_prov.c): hwaf-driver,
+ * hwaf-backend and hwaf-hw of its implementation.  A value that does not
+ * fit the caller's parameter raises "failed to set parameter", as OpenSSL's
+ * own implementations do.
+ */
+int hwaf_param_failed(const hwaf_prov *prov, const char *name);
+/*
+ * A new, zeroed algorithm context of size bytes for prov->slot[alg][slot],
+ * whose first member is the `const hwaf_impl *` it serves (set here).
+ */
+void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size);
+int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[]);
+#define HWAF_IMPL_GETTABLE_PARAMS                           \
+    OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),     \
+    OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),    \
+    OSSL_PARAM_int(HWAF_PARAM_HW, NULL)
+
 /* Hardware classification (hwaf_classify.c). */
 int hwaf_classify(const hwaf_driver *drv, const hwaf_config *cfg);
 
