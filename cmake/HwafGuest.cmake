@@ -60,7 +60,9 @@ function(hwaf_add_kernel_test)
     list(PREPEND KT_COMMAND "$<TARGET_FILE:${first}>")
   endif()
 
-  set(opts --rw ${CMAKE_BINARY_DIR} --timeout ${KT_TIMEOUT})
+  # The source tree too: the guest sees the host's / read-only, but its /tmp
+  # is its own, so a checkout under /tmp would be invisible without a share.
+  set(opts --rw ${CMAKE_SOURCE_DIR} --rw ${CMAKE_BINARY_DIR} --timeout ${KT_TIMEOUT})
   foreach(d IN LISTS KT_RW)
     list(APPEND opts --rw ${d})
   endforeach()
