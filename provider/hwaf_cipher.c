@@ -14,6 +14,7 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
+#include "hwaf_tls.h"
 #include <hwaf/hwaf.h>
 
 #define BLK 16
@@ -42,6 +43,10 @@ typedef struct hwaf_cipher_ctx_st {
      * the tweak key, opened on first need (see xts_split). */
     hwaf_impl ecb_impl;
     hwaf_be_cipher *ecb;
+    /* CBC under libssl: TLS record processing (hwaf_tls.c). */
+    unsigned int tlsversion;
+    size_t tlsmacsize;
+    unsigned char *tlsmac;          /* the last record's MAC, ours */
 } hwaf_cipher_ctx;
 
 /* The raw block cipher XTS splitting needs; never offered to OpenSSL. */
@@ -354,6 +359,7 @@ static void cipher_freectx(void *vctx)
         return;
     /* A child must not tear down what its parent still uses. */
     be_drop(ctx, ctx->gen != hwaf_fork_generation);
+    OPENSSL_free(ctx->tlsmac);
     OPENSSL_clear_free(ctx, sizeof(*ctx));
 }
 
@@ -369,6 +375,12 @@ static void *cipher_dupctx(void *vctx)
     *dst = *src;
     dst->be = NULL;
     dst->ecb = NULL;
+    dst->tlsmac = NULL;
+    if (src->tlsmac != NULL
+        && (dst->tlsmac = OPENSSL_memdup(src->tlsmac, src->tlsmacsize)) == NULL) {
+        OPENSSL_clear_free(dst, sizeof(*dst));
+        return NULL;
+    }
     /* The copy gets its own kernel session: either may be re-keyed. */
     if (dst->key_set && !be_open(dst)) {
         OPENSSL_clear_free(dst, sizeof(*dst));
@@ -472,10 +484,57 @@ static size_t fill_block(hwaf_cipher_ctx *ctx, const unsigned char **in, size_t 
 }
 
 /* CBC update: the block logic of OpenSSL's generic block ciphers. */
+/*
+ * One TLS record per update, in place, as OpenSSL's generic CBC does it
+ * for libssl: encryption adds the padding, decryption removes explicit IV,
+ * padding and MAC (hwaf_tls.c) and keeps the MAC for the tls-mac parameter.
+ */
+static int tls_record(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                      size_t outsize, const unsigned char *in, size_t inl)
+{
+    size_t i, padnum;
+
+    if (in == NULL || in != out || outsize < inl || !ctx->pad) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
+                   "TLS records are processed in place, with padding on");
+        return 0;
+    }
+    if (ctx->enc) {
+        padnum = BLK - inl % BLK;
+        if (outsize < inl + padnum) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
+            return 0;
+        }
+        for (i = inl; i < inl + padnum; i++)
+            out[i] = (unsigned char)(padnum - 1);
+        inl += padnum;
+    }
+    if (inl % BLK != 0) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_WRONG_FINAL_BLOCK_LENGTH,
+                   "TLS record of %zu bytes", inl);
+        return 0;
+    }
+    if (inl > 0 && !cbc_blocks(ctx, out, in, inl))
+        return 0;
+    OPENSSL_free(ctx->tlsmac);
+    ctx->tlsmac = NULL;
+    *outl = inl;
+    if (!ctx->enc
+        && !hwaf_tls_unpad(PROV(ctx)->libctx, ctx->tlsversion, out, outl, BLK,
+                           ctx->tlsmacsize, &ctx->tlsmac)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_BAD_DECRYPT, "malformed TLS record");
+        return 0;
+    }
+    return 1;
+}
+
 static int cbc_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
                       size_t outsize, const unsigned char *in, size_t inl)
 {
     size_t outlint = 0, nextblocks;
+
+    if (ctx->tlsversion > 0)
+        return tls_record(ctx, out, outl, outsize, in, inl);
 
     if (ctx->bufsz != 0)
         nextblocks = fill_block(ctx, &in, &inl);
@@ -623,6 +682,10 @@ static int cipher_final(void *vctx, unsigned char *out, size_t *outl,
 
     if (!cipher_ready(ctx))
         return 0;
+    if (ctx->tlsversion > 0) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_SUPPORTED, "final in TLS record mode");
+        return 0;
+    }
     if (ALG(ctx)->mode == HWAF_MODE_CBC)
         ok = cbc_final(ctx, out, outl, outsize);
     else
@@ -754,9 +817,8 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
         && !set_octets(p, ctx->iv, ALG(ctx)->ivlen))
         return hwaf_param_failed(PROV(ctx), p->key);
-    /* No TLS record mode here (see set), so never a TLS MAC to hand out. */
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC)) != NULL
-        && !OSSL_PARAM_set_octet_ptr(p, NULL, 0))
+        && !OSSL_PARAM_set_octet_ptr(p, ctx->tlsmac, ctx->tlsmacsize))
         return hwaf_param_failed(PROV(ctx), p->key);
     return hwaf_impl_get_params(ctx->impl, params);
 }
@@ -779,16 +841,11 @@ static const OSSL_PARAM *cipher_gettable_ctx_params(void *cctx, void *provctx)
 }
 
 /*
- * Settable, as OpenSSL's default provider: padding and num for CBC and CTR
- * (and use-bits, which only CFB1 heeds), the key length for XTS.  Two
- * deliberate differences:
- *  - keylen is settable on every cipher and a length other than the
- *    cipher's is refused (OpenSSL ignores it on CBC and CTR, so a wrong key
- *    length goes unnoticed there);
- *  - TLS record processing (tls-version), which libssl asks of CBC ciphers
- *    for TLS 1.0-1.2 CBC suites, is refused with an error rather than
- *    ignored: ignoring it would hand libssl records whose padding and MAC
- *    were never checked.
+ * Settable, as OpenSSL's default provider: padding, num, use-bits (which
+ * only CFB1 heeds), tls-version and tls-mac-size for CBC and CTR, the key
+ * length for XTS.  One deliberate difference: keylen is settable on every
+ * cipher and a length other than the cipher's is refused (OpenSSL ignores
+ * it on CBC and CTR, so a wrong key length goes unnoticed there).
  */
 static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
@@ -845,12 +902,25 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tls-version");
             return 0;
         }
-        if (v != 0) {
+        if (v != 0 && (ALG(ctx)->mode != HWAF_MODE_CBC || !hwaf_tls_version_ok(v))) {
             HWAF_RAISE(PROV(ctx), HWAF_R_NOT_SUPPORTED,
-                       "TLS record processing (tls-version); TLS CBC suites need "
-                       "another provider's %s", ctx->impl->alg->names);
+                       "TLS record processing for version 0x%x with %s", v,
+                       ctx->impl->alg->kname);
             return 0;
         }
+        if (v != ctx->tlsversion)
+            HWAF_DEBUG("%s via %s: TLS record mode, version 0x%x", ALG(ctx)->kname,
+                       ctx->impl->drv.name, v);
+        ctx->tlsversion = v;
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_TLS_MAC_SIZE)) != NULL) {
+        size_t m;
+
+        if (!OSSL_PARAM_get_size_t(p, &m) || m > EVP_MAX_MD_SIZE) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tls-mac-size");
+            return 0;
+        }
+        ctx->tlsmacsize = m;
     }
     return 1;
 }
@@ -859,6 +929,8 @@ static const OSSL_PARAM cipher_known_settable_ctx_params[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, NULL),
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, NULL),
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_USE_BITS, NULL),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_TLS_VERSION, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_TLS_MAC_SIZE, NULL),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
     OSSL_PARAM_END
 };

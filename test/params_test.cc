@@ -31,10 +31,9 @@ std::string join(const std::set<std::string> &s)
 }
 
 /*
- * Same names, except hwaf's own "hwaf-" parameters and the differences
- * docs/design.md documents: hwaf does no TLS record processing (tls-version
- * and tls-mac-size are refused, not settable) and checks keylen on every
- * cipher (settable, a wrong length refused).
+ * Same names, except hwaf's own "hwaf-" parameters and the difference
+ * docs/design.md documents: hwaf checks keylen on every cipher (settable, a
+ * wrong length refused).
  */
 void compare_names(const OSSL_PARAM *h, const OSSL_PARAM *d, const std::string &what,
                    const std::set<std::string> &not_in_hwaf = {},
@@ -144,8 +143,7 @@ TEST_P(ParamsCipher, NamesAndValues)
     compare_names(EVP_CIPHER_gettable_ctx_params(h.get()), EVP_CIPHER_gettable_ctx_params(d.get()),
                   std::string(a.name) + " gettable ctx params");
     compare_names(EVP_CIPHER_settable_ctx_params(h.get()), EVP_CIPHER_settable_ctx_params(d.get()),
-                  std::string(a.name) + " settable ctx params", {"tls-version", "tls-mac-size"},
-                  {"keylen"});
+                  std::string(a.name) + " settable ctx params", {}, {"keylen"});
 
     /* Algorithm parameters (keylen, ivlen, blocksize, mode, aead, custom-iv,
      * cts, tls-multi, has-randkey), by the default provider's list. */
