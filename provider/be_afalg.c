@@ -335,8 +335,9 @@ static double now_sec(void)
 /*
  * Does splicing pay on this kernel?  Kernels that copy spliced skcipher data
  * anyway (AF_ALG's zero-copy was removed upstream in 2026) make the splice
- * path strictly more work.  Measured once per process on the first large
- * aligned operation: best of a few runs of each path on 256 KiB.
+ * path strictly more work.  Measured once per process, on the first aligned
+ * operation of at least zerocopy_min bytes: best of a few runs of each path
+ * on a 256 KiB scratch buffer.
  */
 static void zc_calibrate(hwaf_be_cipher *s)
 {
@@ -384,7 +385,7 @@ static int use_splice(hwaf_be_cipher *s, const unsigned char *in, size_t len)
     if (impl->zerocopy < 0) {
         int pays = __atomic_load_n(&zc_pays, __ATOMIC_ACQUIRE);
 
-        if (pays < 0 && len >= AFALG_CALIBRATE_LEN && s->max >= AFALG_CALIBRATE_LEN) {
+        if (pays < 0 && s->max >= AFALG_CALIBRATE_LEN) {
             /* Measured on the caller's own session, once per process. */
             pthread_mutex_lock(&zc_lock);
             if (zc_pays < 0)
