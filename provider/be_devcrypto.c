@@ -20,6 +20,7 @@
  * See md_fork_* below and docs/devcrypto.md.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,7 +77,31 @@ struct hwaf_be_md_st {
     int have_snap;
     size_t align;
     unsigned char *bounce;
+    /* The last small update, held back to travel with the final (one
+     * CIOCCRYPT does update + final) or flushed by the next update. */
+    unsigned char *pending;
+    size_t npending;
 };
+
+/* Updates up to this size are held back (DC_PENDING bytes, aligned). */
+#define DC_PENDING 4096u
+
+/*
+ * Per hash implementation, idle sessions (each with its own open file) for
+ * reuse: OpenSSL 3.0 frees and recreates the digest context on every
+ * EVP_DigestInit_ex(), which would otherwise cost open + CIOCGSESSION +
+ * CIOCGSESSINFO + CIOCFSESSION + close per digest.  A reused session's next
+ * operation carries COP_FLAG_RESET.  The pool belongs to one process: a
+ * child closes its copies of the files without freeing the sessions, which
+ * its parent still uses.
+ */
+#define DC_POOL_MAX 8
+typedef struct dc_pool_st {
+    pthread_mutex_t lock;
+    unsigned int gen;
+    int n;
+    hwaf_be_md *idle[DC_POOL_MAX];
+} dc_pool;
 
 /* ---- system-call layer: -errno on failure, errno saved at once ---- */
 
@@ -734,10 +759,55 @@ static size_t dc_cipher_max(hwaf_be_cipher *s)
 
 /* ---- digests ---- */
 
+static void dc_md_free(hwaf_be_md *s, int kernel);
+
+/* Take the pool's lock, emptying it first in a child after fork(). */
+static dc_pool *dc_pool_lock(const hwaf_impl *impl)
+{
+    dc_pool *p = impl->be_data;
+
+    pthread_mutex_lock(&p->lock);
+    if (p->gen != hwaf_fork_generation) {
+        while (p->n > 0)
+            dc_md_free(p->idle[--p->n], 0);
+        p->gen = hwaf_fork_generation;
+    }
+    return p;
+}
+
 static void dc_md_close(hwaf_be_md *s)
 {
+    dc_pool *p;
+
     if (s == NULL)
         return;
+    if (s->fd >= 0 && s->have_ses && !s->broken && !s->have_snap
+        && s->impl->be_data != NULL) {
+        p = dc_pool_lock(s->impl);
+        if (p->n < DC_POOL_MAX) {
+            s->fresh = 1;
+            s->npending = 0;
+            p->idle[p->n++] = s;
+            s = NULL;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (s == NULL)
+            return;
+    }
+    dc_md_free(s, 1);
+}
+
+/* kernel: also free the sessions (not in a child: they are the parent's). */
+static void dc_md_free(hwaf_be_md *s, int kernel)
+{
+    if (s->fd >= 0 && !kernel) {
+        close(s->fd);
+        s->fd = -1;
+    }
+    if (s->pending != NULL) {
+        OPENSSL_cleanse(s->pending, DC_PENDING);
+        free(s->pending);
+    }
     if (s->fd >= 0) {
         if (s->have_ses)
             dc_free_session(s->fd, s->ses);
@@ -793,9 +863,20 @@ static int dc_md_ready(hwaf_be_md *s)
 
 static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 {
-    hwaf_be_md *s;
+    hwaf_be_md *s = NULL;
 
     *out = NULL;
+    if (impl->be_data != NULL) {
+        dc_pool *p = dc_pool_lock(impl);
+
+        if (p->n > 0)
+            s = p->idle[--p->n];
+        pthread_mutex_unlock(&p->lock);
+        if (s != NULL) {
+            *out = s;
+            return 1;
+        }
+    }
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
@@ -819,7 +900,38 @@ static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
     return 1;
 }
 
+static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len);
+
+/* Send what was held back as a plain update. */
+static int dc_md_flush(hwaf_be_md *s)
+{
+    size_t n = s->npending;
+
+    if (n == 0)
+        return 1;
+    s->npending = 0;
+    return dc_md_feed(s, s->pending, n);
+}
+
 static int dc_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
+{
+    if (len == 0)
+        return s->broken ? dc_md_ready(s) : 1;
+    if (s->npending + len <= DC_PENDING && !s->broken) {
+        if (s->pending == NULL
+            && (s->pending = dc_aligned_alloc(s->align > 16 ? s->align : 16,
+                                              DC_PENDING)) == NULL) {
+            HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
+            return 0;
+        }
+        memcpy(s->pending + s->npending, in, len);
+        s->npending += len;
+        return 1;
+    }
+    return dc_md_flush(s) && dc_md_feed(s, in, len);
+}
+
+static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
 {
     const unsigned char *src;
     size_t n, max, total = len;
@@ -875,9 +987,15 @@ static int dc_md_final(hwaf_be_md *s, unsigned char *md)
 
     if (!dc_md_ready(s))
         return 0;
+    /* What was held back goes with the final: update + final, one ioctl
+     * (dst = src, as dc_md_feed explains). */
     r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
-                 COP_FLAG_FINAL | (s->fresh ? COP_FLAG_RESET : 0), NULL, NULL,
-                 NULL, 0, buf);
+                 COP_FLAG_FINAL | (s->fresh ? COP_FLAG_RESET : 0), NULL,
+                 s->npending > 0 ? s->pending : NULL,
+                 s->npending > 0 ? s->pending : NULL, s->npending, buf);
+    if (r >= 0 && s->npending > 0)
+        hwaf_stats_add(HWAF_BE_DEVCRYPTO, s->npending);
+    s->npending = 0;
     if (r < 0) {
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
                        "ioctl(CIOCCRYPT)");
@@ -893,6 +1011,7 @@ static int dc_md_reset(hwaf_be_md *s)
 {
     /* The next operation carries COP_FLAG_RESET. */
     s->fresh = 1;
+    s->npending = 0;
     s->broken = 0;
     return 1;
 }
@@ -911,6 +1030,8 @@ static int dc_md_dup(hwaf_be_md **out, hwaf_be_md *s)
                    "the running hash state was lost at fork()");
         return 0;
     }
+    if (!dc_md_flush(s))
+        return 0;
     d = calloc(1, sizeof(*d));
     if (d == NULL) {
         HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
@@ -1000,6 +1121,38 @@ static void dc_md_fork_child(hwaf_be_md *s)
     }
 }
 
+static int dc_impl_init(hwaf_impl *impl)
+{
+    dc_pool *p;
+
+    if (impl->alg->kind != HWAF_KIND_DIGEST)
+        return 1;
+    p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return 0;
+    pthread_mutex_init(&p->lock, NULL);
+    p->gen = hwaf_fork_generation;
+    impl->be_data = p;
+    return 1;
+}
+
+static void dc_impl_free(hwaf_impl *impl)
+{
+    dc_pool *p = impl->be_data;
+
+    if (p == NULL)
+        return;
+    while (p->n > 0) {
+        hwaf_be_md *s = p->idle[--p->n];
+
+        /* In a child the sessions are the parent's: close the file only. */
+        dc_md_free(s, p->gen == hwaf_fork_generation);
+    }
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    impl->be_data = NULL;
+}
+
 const hwaf_backend hwaf_backend_devcrypto = {
     "devcrypto",
     dc_available,
@@ -1018,6 +1171,6 @@ const hwaf_backend hwaf_backend_devcrypto = {
     dc_md_fork_prepare,
     dc_md_fork_parent,
     dc_md_fork_child,
-    NULL,  /* impl_init: nothing per implementation */
-    NULL,  /* impl_free */
+    dc_impl_init,
+    dc_impl_free,
 };
