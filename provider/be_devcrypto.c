@@ -83,8 +83,9 @@ struct hwaf_be_md_st {
     size_t npending;
 };
 
-/* Updates up to this size are held back (DC_PENDING bytes, aligned). */
-#define DC_PENDING 4096u
+/* Updates up to this size are held back (copying 16 KiB costs far less
+ * than an ioctl). */
+#define DC_PENDING 16384u
 
 /*
  * Per hash implementation, idle sessions (each with its own open file) for
