@@ -76,7 +76,7 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
 
 static void probe_kernel(void)
 {
-    int b, a, d, k;
+    int b, a, d, k, n;
     hwaf_driver found[MAX_DRIVERS];
 
     for (b = 0; b < HWAF_BE_COUNT; b++) {
@@ -87,8 +87,13 @@ static void probe_kernel(void)
                    probe.usable[b] ? "usable" : probe.why[b]);
         if (!probe.usable[b])
             continue;
-        for (a = 0; a < HWAF_NALGS; a++) {
-            int n = be->drivers(&hwaf_algs[a], found, MAX_DRIVERS);
+        for (a = 0, n = 0; a < HWAF_NALGS; a++) {
+            /* Key sizes of one mode share the kernel name (and sit side by
+             * side in the table): list its drivers once; each key size
+             * still runs its own known answer. */
+            if (a == 0 || hwaf_algs[a].kind != hwaf_algs[a - 1].kind
+                || strcmp(hwaf_algs[a].kname, hwaf_algs[a - 1].kname) != 0)
+                n = be->drivers(&hwaf_algs[a], found, MAX_DRIVERS);
 
             for (d = 0, k = 0; d < n; d++) {
                 if (!known_answer(be, &hwaf_algs[a], &found[d])) {
