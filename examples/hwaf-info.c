@@ -7,10 +7,15 @@
  *
  *   hwaf-info [-q]        (OPENSSL_MODULES must point at hwaf.so's folder
  *                          unless it is installed)
+ *
+ * OpenSSL's configuration file (OPENSSL_CONF or the default one) is read,
+ * so a [hwaf_sect] there takes effect and its keys are shown as hwaf uses
+ * them (a key hwaf does not know is not shown: see docs/config.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/conf.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -105,16 +110,28 @@ static int check_digest(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     return ok;
 }
 
+static int fopen_ok(const char *path)
+{
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL)
+        return 0;
+    fclose(f);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     OSSL_LIB_CTX *lib = OSSL_LIB_CTX_new();
     OSSL_PROVIDER *hwaf, *dflt;
-    const char *afalg = NULL, *devcrypto = NULL, *algs = NULL;
+    const char *afalg = NULL, *devcrypto = NULL, *algs = NULL, *config = NULL;
+    char *cnf;
     uint64_t ops = 0, bytes = 0;
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&afalg, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, (char **)&devcrypto, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_ALGORITHMS, (char **)&algs, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
         OSSL_PARAM_END
     };
     int checked = 0, failed = 0, hw;
@@ -129,6 +146,15 @@ int main(int argc, char **argv)
     for (i = 0; i < sizeof(iv); i++)
         iv[i] = (unsigned char)(0xf0 + i);
 
+    /* A new library context reads no configuration by itself. */
+    cnf = CONF_get1_default_config_file();
+    if (cnf != NULL && fopen_ok(cnf) && !OSSL_LIB_CTX_load_config(lib, cnf)) {
+        fprintf(stderr, "hwaf-info: cannot load %s\n", cnf);
+        ERR_print_errors_fp(stderr);
+        OPENSSL_free(cnf);
+        return 2;
+    }
+    OPENSSL_free(cnf);
     hwaf = OSSL_PROVIDER_load(lib, HWAF_PROVIDER_NAME);
     dflt = OSSL_PROVIDER_load(lib, "default");
     if (hwaf == NULL || dflt == NULL) {
@@ -142,6 +168,15 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("hwaf backends\n  afalg:     %s\n  devcrypto: %s\n", afalg, devcrypto);
+    printf("configuration in effect\n");
+    for (const char *c = config; *c != '\0';) {
+        size_t n = strcspn(c, ";");
+
+        printf("  %.*s\n", (int)n, c);
+        c += n;
+        while (*c == ';' || *c == ' ')
+            c++;
+    }
     printf("implementations offered (algorithm backend driver class)\n");
     if (algs[0] == '\0')
         printf("  none\n");

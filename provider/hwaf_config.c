@@ -162,6 +162,13 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
 
         if (list == NULL)
             return 0;
+        /* An empty list would silently disable every backend. */
+        if (strcmp(list, " ") == 0) {
+            CONFIG_ERROR(prov, "hwaf: backends = \"%s\": expected one or more of "
+                         "afalg devcrypto (leave the key out for both)", val[CFG_BACKENDS]);
+            OPENSSL_free(list);
+            return 0;
+        }
         for (i = 0; i < HWAF_BE_COUNT; i++)
             cfg->use_backend[i] = 0;
         for (w = strtok_r(list, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
@@ -237,18 +244,91 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         OPENSSL_free(list);
     }
 
-    HWAF_DEBUG("config: backends afalg=%d devcrypto=%d prefer=%s allow_software=%d "
-               "hw_drivers=[%s] sw_drivers=[%s] zerocopy=%s zerocopy_min=%zu",
-               cfg->use_backend[HWAF_BE_AFALG], cfg->use_backend[HWAF_BE_DEVCRYPTO],
-               cfg->prefer < 0 ? "auto" : be_names[cfg->prefer], cfg->allow_software,
-               cfg->hw_drivers, cfg->sw_drivers,
-               cfg->zerocopy < 0 ? "auto" : cfg->zerocopy ? "yes" : "no", cfg->zerocopy_min);
+    cfg->text = hwaf_config_text(cfg);
+    if (cfg->text == NULL)
+        return 0;
+    HWAF_DEBUG("config in effect: %s", cfg->text);
     return 1;
+}
+
+/* One key's value in effect, as the section would spell it. */
+static void cfg_value(const hwaf_config *cfg, int key, char *buf, size_t len)
+{
+    size_t o = 0;
+    int i;
+
+    buf[0] = '\0';
+    switch (key) {
+    case CFG_BACKENDS:
+        for (i = 0; i < HWAF_BE_COUNT; i++)
+            if (cfg->use_backend[i] && o < len)
+                o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? " " : "", be_names[i]);
+        break;
+    case CFG_PREFER:
+        snprintf(buf, len, "%s", cfg->prefer < 0 ? "auto" : be_names[cfg->prefer]);
+        break;
+    case CFG_ALLOW_SOFTWARE:
+        snprintf(buf, len, "%s", cfg->allow_software ? "yes" : "no");
+        break;
+    case CFG_HW_DRIVERS:
+    case CFG_SW_DRIVERS: {
+        const char *l = key == CFG_HW_DRIVERS ? cfg->hw_drivers : cfg->sw_drivers;
+        size_t n = l != NULL ? strlen(l) : 0;
+
+        /* Normalised " a b ": without the framing spaces. */
+        if (n > 2)
+            snprintf(buf, len, "%.*s", (int)(n - 2), l + 1);
+        break;
+    }
+    case CFG_DEBUG:
+        snprintf(buf, len, "%s", cfg->debug ? "yes" : "no");
+        break;
+    case CFG_ZEROCOPY:
+        snprintf(buf, len, "%s", cfg->zerocopy < 0 ? "auto" : cfg->zerocopy ? "yes" : "no");
+        break;
+    case CFG_ZEROCOPY_MIN:
+        snprintf(buf, len, "%zu", cfg->zerocopy_min);
+        break;
+    case CFG_COUNT:
+        break;
+    }
+}
+
+/*
+ * Every key and its value in effect, "key = value" separated by "; ", for
+ * the hwaf-config parameter (and buildinfo): OpenSSL gives a provider no
+ * way to list the keys of its section, so a misspelt key cannot be refused;
+ * this shows what the provider really uses instead.
+ */
+char *hwaf_config_text(const hwaf_config *cfg)
+{
+    size_t len = 0, o = 0;
+    char *t, *v;
+    int i;
+
+    for (i = 0; i < CFG_COUNT; i++)
+        len += strlen(cfg_names[i]) + 5;
+    len += strlen(cfg->hw_drivers) + strlen(cfg->sw_drivers) + 256;
+    t = OPENSSL_malloc(len);
+    v = OPENSSL_malloc(len);
+    if (t == NULL || v == NULL) {
+        OPENSSL_free(t);
+        OPENSSL_free(v);
+        return NULL;
+    }
+    t[0] = '\0';
+    for (i = 0; i < CFG_COUNT; i++) {
+        cfg_value(cfg, i, v, len);
+        o += (size_t)snprintf(t + o, len - o, "%s%s = %s", i ? "; " : "", cfg_names[i], v);
+    }
+    OPENSSL_free(v);
+    return t;
 }
 
 void hwaf_config_free(hwaf_config *cfg)
 {
     OPENSSL_free(cfg->hw_drivers);
     OPENSSL_free(cfg->sw_drivers);
-    cfg->hw_drivers = cfg->sw_drivers = NULL;
+    OPENSSL_free(cfg->text);
+    cfg->hw_drivers = cfg->sw_drivers = cfg->text = NULL;
 }

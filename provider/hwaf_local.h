@@ -57,11 +57,14 @@ typedef struct hwaf_config_st {
     int debug;                       /* "debug" */
     int zerocopy;                    /* "zerocopy": -1 auto, 0 no, 1 yes */
     size_t zerocopy_min;             /* "zerocopy_min" (bytes) */
+    char *text;                      /* every key = value in effect (HWAF_PARAM_CONFIG) */
 } hwaf_config;
 
 int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                      struct hwaf_prov_st *prov, hwaf_config *cfg);
 void hwaf_config_free(hwaf_config *cfg);
+/* "key = value; ..." for every key, the values in effect (OPENSSL_malloc'ed). */
+char *hwaf_config_text(const hwaf_config *cfg);
 /* 1 when name is in the space-separated list (as normalised by the loader). */
 int hwaf_config_list_has(const char *list, const char *name);
 

@@ -307,6 +307,7 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_STATUS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_STATUS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_ALGORITHMS, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_CONFIG, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
@@ -349,7 +350,8 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, OSSL_PROV_PARAM_BUILDINFO, prov->buildinfo)
         || !set_str(params, HWAF_PARAM_AFALG_STATUS, prov->be_status[HWAF_BE_AFALG])
         || !set_str(params, HWAF_PARAM_DEVCRYPTO_STATUS, prov->be_status[HWAF_BE_DEVCRYPTO])
-        || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text))
+        || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text)
+        || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL
         && !OSSL_PARAM_set_int(p, 1))
@@ -412,12 +414,15 @@ static void describe_backends(hwaf_prov *prov)
             snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
                      "usable, %d of %d algorithms offered", n, HWAF_NALGS);
     }
-    len = 64 + sizeof(prov->be_status);
+    /* buildinfo is what `openssl list -providers -verbose` prints: the
+     * backend status and the configuration in effect go there too. */
+    len = 96 + sizeof(prov->be_status) + strlen(prov->cfg.text);
     prov->buildinfo = OPENSSL_malloc(len);
     if (prov->buildinfo != NULL)
-        snprintf(prov->buildinfo, len, "hwaf %s for %s; afalg: %s; devcrypto: %s",
-                 HWAF_VERSION_STR, OPENSSL_VERSION_TEXT,
-                 prov->be_status[HWAF_BE_AFALG], prov->be_status[HWAF_BE_DEVCRYPTO]);
+        snprintf(prov->buildinfo, len, "hwaf %s for %s; afalg: %s; devcrypto: %s; "
+                 "config: %s", HWAF_VERSION_STR, OPENSSL_VERSION_TEXT,
+                 prov->be_status[HWAF_BE_AFALG], prov->be_status[HWAF_BE_DEVCRYPTO],
+                 prov->cfg.text);
 }
 
 int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,

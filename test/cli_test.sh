@@ -87,6 +87,9 @@ if [ "$mode" = host ]; then
     check "list -providers -verbose -provider hwaf" $OPENSSL list -providers -verbose $PROV
     grep -q "hwaf" "$tmp/out" && ok "hwaf listed as a provider" || bad "hwaf not in list -providers"
     grep -qi "status: active" "$tmp/out" && ok "hwaf active" || bad "hwaf not active"
+    grep -q "config: backends = afalg devcrypto; prefer = auto;" "$tmp/out" &&
+        ok "list -providers -verbose shows the configuration in effect" ||
+        bad "list -providers -verbose lacks the configuration in effect"
     check "list -cipher-algorithms -provider hwaf" $OPENSSL list -cipher-algorithms -provider-path "$moddir" -provider hwaf
     if grep -q "@ hwaf" "$tmp/out"; then bad "hwaf offers ciphers without a kernel backend"; else ok "no hwaf ciphers"; fi
     check "list -digest-algorithms -provider hwaf" $OPENSSL list -digest-algorithms -provider-path "$moddir" -provider hwaf
@@ -97,7 +100,7 @@ if [ "$mode" = host ]; then
     write_cnf "allow_software = yes"
     OPENSSL_CONF=$tmp/openssl.cnf check "openssl.cnf with a good hwaf section" $OPENSSL list -providers
     grep -q hwaf "$tmp/out" && ok "hwaf loaded from openssl.cnf" || bad "hwaf not loaded from openssl.cnf"
-    for kv in "allow_software = maybe" "backends = afalg quantum" "prefer = fastest" "debug = loud"; do
+    for kv in "allow_software = maybe" "backends = afalg quantum" "backends =" "prefer = fastest" "debug = loud"; do
         key=${kv%% *}
         write_cnf "$kv"
         OPENSSL_CONF=$tmp/openssl.cnf $OPENSSL list -providers >"$tmp/out" 2>"$tmp/err"

@@ -120,6 +120,9 @@ TEST_F(HostConfig, BadValuesRefusedNamingTheKey)
         {"backends", "backends = afalg quantum\n"},
         {"prefer", "prefer = fastest\n"},
         {"debug", "debug = loud\n"},
+        /* Empty: would silently disable every backend. */
+        {"backends", "backends =\n"},
+        {"backends", "backends = ,\n"},
     };
     for (const auto &b : bad) {
         LibCtx lib(make_config(b.line));
@@ -127,6 +130,38 @@ TEST_F(HostConfig, BadValuesRefusedNamingTheKey)
         EXPECT_NE(lib.load_errors().find(b.key), std::string::npos)
             << "the error does not name '" << b.key << "':\n" << lib.load_errors();
     }
+}
+
+/*
+ * OpenSSL gives a provider no way to list the keys of its section, so a
+ * misspelt key cannot be refused: the configuration in effect is shown
+ * instead (hwaf-config, and buildinfo, which `openssl list -providers
+ * -verbose` prints), every key with its value, defaults included.
+ */
+TEST_F(HostConfig, ConfigurationInEffectShowsEveryKey)
+{
+    LibCtx lib(make_config("prefer = devcrypto\nhw_drivers = a,b\nalow_software = no\nzerocopy_min = 131072\n"));
+    ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+    std::string cfg, info;
+    ASSERT_TRUE(lib.prov_param(HWAF_PARAM_CONFIG, &cfg));
+    const char *want[] = {
+        "backends = afalg devcrypto", "prefer = devcrypto", "allow_software = yes",
+        "hw_drivers = a b", "sw_drivers = ", "debug = no", "zerocopy = auto",
+        "zerocopy_min = 131072",
+    };
+    for (const char *w : want)
+        EXPECT_NE(cfg.find(w), std::string::npos) << "'" << w << "' not in: " << cfg;
+    /* The misspelt key is not a key: allow_software keeps its default. */
+    EXPECT_EQ(cfg.find("alow_software"), std::string::npos) << cfg;
+    ASSERT_TRUE(lib.prov_param(OSSL_PROV_PARAM_BUILDINFO, &info));
+    EXPECT_NE(info.find("config: " + cfg), std::string::npos) << info;
+
+    LibCtx dflt(make_config(""));
+    ASSERT_TRUE(dflt.hwaf_loaded()) << dflt.load_errors();
+    ASSERT_TRUE(dflt.prov_param(HWAF_PARAM_CONFIG, &cfg));
+    EXPECT_EQ(cfg, "backends = afalg devcrypto; prefer = auto; allow_software = yes; "
+                   "hw_drivers = ; sw_drivers = ; debug = no; zerocopy = auto; "
+                   "zerocopy_min = 65536");
 }
 
 } // namespace

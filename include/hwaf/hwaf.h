@@ -39,6 +39,11 @@
  *   "<OpenSSL name> <backend> <kernel driver> hw=<yes|no>\n"
  */
 #define HWAF_PARAM_ALGORITHMS "hwaf-algorithms"             /* utf8 string */
+/*
+ * The configuration in effect, every key of the provider's section with its
+ * value (defaults included): "backends = afalg devcrypto; prefer = auto; ..."
+ */
+#define HWAF_PARAM_CONFIG "hwaf-config"                     /* utf8 string */
 /* Counters of work handed to each backend since the module was loaded. */
 #define HWAF_PARAM_AFALG_OPS "hwaf-afalg-ops"               /* uint64 */
 #define HWAF_PARAM_AFALG_BYTES "hwaf-afalg-bytes"           /* uint64 */
