@@ -1,9 +1,10 @@
 /*
  * The /dev/crypto backend (cryptodev-linux).
  *
- * One open file and one kernel session per object.  A cipher operation is
- * one CIOCCRYPT carrying the IV explicitly; a hash is a session fed with
- * COP_FLAG_UPDATE and read with COP_FLAG_FINAL, copied with CIOCCPHASH.
+ * One open file per process (devcrypto_sys.c) and one kernel session per
+ * object.  A cipher operation is one CIOCCRYPT carrying the IV explicitly;
+ * a hash is a session fed with COP_FLAG_UPDATE and read with
+ * COP_FLAG_FINAL, copied with CIOCCPHASH.
  *
  * Things the module does not do and this file does on its behalf:
  *  - XTS data units that are not a multiple of 16 bytes: cryptodev checks
@@ -16,27 +17,29 @@
  *  - Operations larger than the device takes at once (a CUSE device takes
  *    about 128 KiB): they are split, CBC and CTR chaining done here.
  *
+ *  - Hash data in the caller's memory: it always goes through hwaf's own
+ *    buffer.  cryptodev-linux pins a buffer's pages before it hashes them
+ *    and, when the buffer mixes writable and read-only pages, never
+ *    releases the pins it took (kernel memory lost on every such call).
+ *
  * fork(): sessions belong to the open file, which parent and child share.
  * See md_fork_* below and docs/devcrypto.md.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 
-#include "cryptodev_abi.h"
+#include "devcrypto_sys.h"
 #include "hwaf_backend.h"
 #include "hwaf_debug.h"
 #include "hwaf_err.h"
 
-#define DC_DEVICE "/dev/crypto"
 #define DC_BLOCK 16
 /* Largest single operation tried first, and the floor of the learned limit. */
 #define DC_OP_MAX (16u << 20)
@@ -54,7 +57,8 @@ static unsigned int dc_op_limit = DC_OP_MAX;
 
 struct hwaf_be_cipher_st {
     const hwaf_impl *impl;
-    int fd;
+    int fd;                    /* the process's file (dc_file_get) */
+    unsigned int gen;          /* ...of this fork generation */
     uint32_t ses;
     int have_ses;
     size_t align;              /* alignmask + 1 */
@@ -68,7 +72,8 @@ struct hwaf_be_cipher_st {
 
 struct hwaf_be_md_st {
     const hwaf_impl *impl;
-    int fd;
+    int fd;           /* the file of ses and snap (dc_file_get) */
+    unsigned int gen; /* ...of this fork generation */
     uint32_t ses;
     int have_ses;     /* 0: a session is created on first use */
     int fresh;        /* no data since open/final/reset: next op resets */
@@ -80,7 +85,7 @@ struct hwaf_be_md_st {
     /* The last small update, held back to travel with the final (one
      * CIOCCRYPT does update + final) or flushed by the next update. */
     unsigned char *pending;
-    size_t npending;
+    size_t npending, pcap;
 };
 
 /* Updates up to this size are held back (copying 16 KiB costs far less
@@ -88,13 +93,12 @@ struct hwaf_be_md_st {
 #define DC_PENDING 16384u
 
 /*
- * Per hash implementation, idle sessions (each with its own open file) for
- * reuse: OpenSSL 3.0 frees and recreates the digest context on every
+ * Per hash implementation, idle sessions for reuse: OpenSSL 3.0 frees and recreates the digest context on every
  * EVP_DigestInit_ex(), which would otherwise cost open + CIOCGSESSION +
  * CIOCGSESSINFO + CIOCFSESSION + close per digest.  A reused session's next
  * operation carries COP_FLAG_RESET.  The pool belongs to one process: a
- * child closes its copies of the files without freeing the sessions, which
- * its parent still uses.
+ * child forgets the idle sessions without freeing them (its parent still
+ * uses them).
  */
 #define DC_POOL_MAX 8
 typedef struct dc_pool_st {
@@ -103,75 +107,6 @@ typedef struct dc_pool_st {
     int n;
     hwaf_be_md *idle[DC_POOL_MAX];
 } dc_pool;
-
-/* ---- system-call layer: -errno on failure, errno saved at once ---- */
-
-static int dc_open(void)
-{
-    int fd = open(DC_DEVICE, O_RDWR | O_CLOEXEC);
-
-    return fd < 0 ? -errno : fd;
-}
-
-static int dc_ioctl(int fd, unsigned long req, void *arg)
-{
-    int r;
-
-    do
-        r = ioctl(fd, req, arg);
-    while (r < 0 && errno == EINTR);
-    return r < 0 ? -errno : 0;
-}
-
-static int dc_session(int fd, uint32_t cipher, uint32_t mac,
-                      const unsigned char *key, size_t keylen, uint32_t *ses)
-{
-    struct session_op sop;
-    int r;
-
-    memset(&sop, 0, sizeof(sop));
-    sop.cipher = cipher;
-    sop.mac = mac;
-    sop.keylen = (uint32_t)keylen;
-    sop.key = (uint8_t *)key;
-    r = dc_ioctl(fd, CIOCGSESSION, &sop);
-    if (r == 0)
-        *ses = sop.ses;
-    return r;
-}
-
-static int dc_session_info(int fd, uint32_t ses, struct session_info_op *info)
-{
-    memset(info, 0, sizeof(*info));
-    info->ses = ses;
-    return dc_ioctl(fd, CIOCGSESSINFO, info);
-}
-
-static void dc_free_session(int fd, uint32_t ses)
-{
-    int r = dc_ioctl(fd, CIOCFSESSION, &ses);
-
-    if (r < 0)
-        HWAF_DEBUG("CIOCFSESSION %08x: %s", ses, strerror(-r));
-}
-
-static int dc_crypt(int fd, uint32_t ses, int op, int flags,
-                    const unsigned char *iv, const unsigned char *src,
-                    unsigned char *dst, size_t len, unsigned char *mac)
-{
-    struct crypt_op cop;
-
-    memset(&cop, 0, sizeof(cop));
-    cop.ses = ses;
-    cop.op = (uint16_t)op;
-    cop.flags = (uint16_t)flags;
-    cop.len = (uint32_t)len;
-    cop.src = (uint8_t *)src;
-    cop.dst = dst;
-    cop.mac = mac;
-    cop.iv = (uint8_t *)iv;
-    return dc_ioctl(fd, CIOCCRYPT, &cop);
-}
 
 static unsigned int dc_limit(void)
 {
@@ -378,8 +313,7 @@ static void dc_cipher_free(hwaf_be_cipher *s, int kernel)
             dc_free_session(s->fd, s->ecb_tweak);
         }
     }
-    if (s->fd >= 0)
-        close(s->fd);
+    dc_file_put(s->fd, s->gen);
     if (s->bounce != NULL) {
         OPENSSL_cleanse(s->bounce, DC_BOUNCE);
         free(s->bounce);
@@ -393,7 +327,7 @@ static void dc_cipher_close(hwaf_be_cipher *s)
     dc_cipher_free(s, 1);
 }
 
-/* The parent still uses the sessions of the shared file: only close ours. */
+/* In a child: the parent still uses the sessions of the shared file. */
 static void dc_cipher_abandon(hwaf_be_cipher *s)
 {
     dc_cipher_free(s, 0);
@@ -427,7 +361,7 @@ static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     }
     s->impl = impl;
     s->align = 1;
-    s->fd = dc_open();
+    s->fd = dc_file_get(&s->gen);
     if (s->fd < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
                        "open(" DC_DEVICE ")");
@@ -783,7 +717,7 @@ static void dc_md_close(hwaf_be_md *s)
     if (s == NULL)
         return;
     if (s->fd >= 0 && s->have_ses && !s->broken && !s->have_snap
-        && s->impl->be_data != NULL) {
+        && s->gen == hwaf_fork_generation && s->impl->be_data != NULL) {
         p = dc_pool_lock(s->impl);
         if (p->n < DC_POOL_MAX) {
             s->fresh = 1;
@@ -801,21 +735,17 @@ static void dc_md_close(hwaf_be_md *s)
 /* kernel: also free the sessions (not in a child: they are the parent's). */
 static void dc_md_free(hwaf_be_md *s, int kernel)
 {
-    if (s->fd >= 0 && !kernel) {
-        close(s->fd);
-        s->fd = -1;
-    }
     if (s->pending != NULL) {
-        OPENSSL_cleanse(s->pending, DC_PENDING);
+        OPENSSL_cleanse(s->pending, s->pcap);
         free(s->pending);
     }
-    if (s->fd >= 0) {
+    if (s->fd >= 0 && kernel) {
         if (s->have_ses)
             dc_free_session(s->fd, s->ses);
         if (s->have_snap)
             dc_free_session(s->fd, s->snap);
-        close(s->fd);
     }
+    dc_file_put(s->fd, s->gen);
     if (s->bounce != NULL) {
         OPENSSL_cleanse(s->bounce, DC_BOUNCE);
         free(s->bounce);
@@ -851,6 +781,16 @@ static int dc_md_ready(hwaf_be_md *s)
     }
     if (s->have_ses)
         return 1;
+    if (s->gen != hwaf_fork_generation) {
+        /* A child's new session goes in a file of its own. */
+        dc_file_put(s->fd, s->gen);
+        s->fd = dc_file_get(&s->gen);
+        if (s->fd < 0) {
+            HWAF_RAISE_SYS(s->impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
+                           "open(" DC_DEVICE ")");
+            return 0;
+        }
+    }
     r = dc_md_session(s, &s->ses);
     if (r < 0) {
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
@@ -886,7 +826,7 @@ static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
     s->impl = impl;
     s->align = 1;
     s->fresh = 1;
-    s->fd = dc_open();
+    s->fd = dc_file_get(&s->gen);
     if (s->fd < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
                        "open(" DC_DEVICE ")");
@@ -914,17 +854,39 @@ static int dc_md_flush(hwaf_be_md *s)
     return dc_md_feed(s, s->pending, n);
 }
 
+/* Room for need bytes held back: grown by doubling, so that thousands of
+ * live contexts hashing short messages do not each hold DC_PENDING. */
+static int dc_md_grow(hwaf_be_md *s, size_t need)
+{
+    size_t cap = s->pcap ? s->pcap : 256;
+    unsigned char *p;
+
+    while (cap < need)
+        cap *= 2;
+    if (cap > DC_PENDING)
+        cap = DC_PENDING;
+    p = dc_aligned_alloc(s->align > 16 ? s->align : 16, cap);
+    if (p == NULL) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
+        return 0;
+    }
+    if (s->pending != NULL) {
+        memcpy(p, s->pending, s->npending);
+        OPENSSL_cleanse(s->pending, s->pcap);
+        free(s->pending);
+    }
+    s->pending = p;
+    s->pcap = cap;
+    return 1;
+}
+
 static int dc_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
 {
     if (len == 0)
         return s->broken ? dc_md_ready(s) : 1;
     if (s->npending + len <= DC_PENDING && !s->broken) {
-        if (s->pending == NULL
-            && (s->pending = dc_aligned_alloc(s->align > 16 ? s->align : 16,
-                                              DC_PENDING)) == NULL) {
-            HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto digest");
+        if (s->npending + len > s->pcap && !dc_md_grow(s, s->npending + len))
             return 0;
-        }
         memcpy(s->pending + s->npending, in, len);
         s->npending += len;
         return 1;
@@ -936,33 +898,33 @@ static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
 {
     const unsigned char *src;
     size_t n, max, total = len;
-    int r, aligned;
+    int r;
 
     /* COP_FLAG_UPDATE with no data would finalise: nothing to do. */
     if (len == 0)
         return s->broken ? dc_md_ready(s) : 1;
     if (!dc_md_ready(s))
         return 0;
-    aligned = dc_aligned(in, s->align);
+    if (s->bounce == NULL
+        && (s->bounce = dc_aligned_alloc(s->align, DC_BOUNCE)) == NULL) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "bounce");
+        return 0;
+    }
     while (len > 0) {
         max = dc_limit();
-        if (!aligned && max > DC_BOUNCE)
+        if (max > DC_BOUNCE)
             max = DC_BOUNCE;
         n = len < max ? len : max;
-        src = in;
-        if (!aligned) {
-            if (s->bounce == NULL
-                && (s->bounce = dc_aligned_alloc(s->align, DC_BOUNCE)) == NULL) {
-                HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "bounce");
-                return 0;
-            }
-            memcpy(s->bounce, in, n);
-            src = s->bounce;
-        }
-        /* dst = src: the module then maps the pages for writing (it marks
-         * them dirty anyway) and falls back to copying when they are
-         * read-only, rather than dirtying a read-only file's page cache.
-         * A hash session never writes to dst. */
+        /*
+         * Never the caller's pages: cryptodev-linux pins them for writing
+         * when dst = src (it marks every page it mapped dirty, so hwaf does
+         * not offer it a read-only file's page cache with dst = NULL), and
+         * a buffer that mixes writable and read-only pages makes it fail
+         * half-way and never release the pins it took.  hwaf's own buffer
+         * is writable throughout.  A hash session never writes to dst.
+         */
+        memcpy(s->bounce, in, n);
+        src = s->bounce;
         r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
                      COP_FLAG_UPDATE | (s->fresh ? COP_FLAG_RESET : 0), NULL,
                      src, (unsigned char *)src, n, NULL);
@@ -1017,8 +979,8 @@ static int dc_md_reset(hwaf_be_md *s)
     return 1;
 }
 
-/* A new object on a dup() of the same open file (CIOCCPHASH needs both
- * sessions in one file), with a copy of the running state. */
+/* A new object with a copy of the running state, its session in the same
+ * open file (CIOCCPHASH needs both sessions in one file). */
 static int dc_md_dup(hwaf_be_md **out, hwaf_be_md *s)
 {
     hwaf_be_md *d;
@@ -1041,16 +1003,37 @@ static int dc_md_dup(hwaf_be_md **out, hwaf_be_md *s)
     d->impl = s->impl;
     d->align = s->align;
     d->fresh = 1;
-    d->fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
-    if (d->fd < 0) {
-        r = errno;
-        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, r,
-                       "fcntl(F_DUPFD_CLOEXEC)");
+    d->fd = -1;
+    if (!s->have_ses) {
+        /* Nothing to copy: a session on first use, as a new object. */
+        d->fd = dc_file_get(&d->gen);
+        if (d->fd < 0) {
+            HWAF_RAISE_SYS(s->impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -d->fd,
+                           "open(" DC_DEVICE ")");
+            goto err;
+        }
+        *out = d;
+        return 1;
+    }
+    if (s->gen == hwaf_fork_generation) {
+        d->fd = dc_file_get(&d->gen);  /* s holds it: the same file */
+    } else {
+        d->fd = s->fd;  /* a child's session in its parent's file */
+        d->gen = s->gen;
+    }
+    if (d->fd != s->fd) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
+                   "/dev/crypto: no descriptor for the copy");
         goto err;
     }
-    if (!dc_md_ready(d))
+    r = dc_md_session(d, &d->ses);
+    if (r < 0) {
+        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCGSESSION)");
         goto err;
-    if (s->have_ses && !s->fresh) {
+    }
+    d->have_ses = 1;
+    if (!s->fresh) {
         cp.dst_ses = d->ses;
         cp.src_ses = s->ses;
         r = dc_ioctl(d->fd, CIOCCPHASH, &cp);

@@ -14,6 +14,8 @@
  * a child after fork()), refuses cipher data that is not a multiple of the
  * transform's block size (16 for CBC, ECB and XTS, 1 for CTR), finalises a
  * hash on a zero-length update, and resets it on flags 0 or COP_FLAG_RESET.
+ * Where the module would leak pinned pages (an in-place buffer that is not
+ * writable throughout, see mixed_pages) it refuses the request instead.
  *
  * Options (before any FUSE option such as -d):
  *   --name NAME        device name (default "crypto": /dev/crypto)
@@ -116,14 +118,32 @@ static void session_free(dev_session *s)
     free(s);
 }
 
+/*
+ * A file's sessions are kept sorted by id (ids are handed out in
+ * increasing order), so that one file can hold tens of thousands of them,
+ * as the module's can: lookups are binary searches.  Index of id, or of
+ * where it would go.
+ */
+static size_t session_index(const dev_file *f, uint32_t id)
+{
+    size_t lo = 0, hi = f->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (f->s[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static dev_session *session_find(dev_file *f, uint32_t id)
 {
-    size_t i;
+    size_t i = session_index(f, id);
 
-    for (i = 0; i < f->n; i++)
-        if (f->s[i]->id == id)
-            return f->s[i];
-    return NULL;
+    return i < f->n && f->s[i]->id == id ? f->s[i] : NULL;
 }
 
 /* CIOCGSESSION: 0 or an errno value. */
@@ -211,7 +231,13 @@ static int session_create(dev_file *f, struct session_op *sop,
     do
         s->id = 0x5e550000u + f->next_id++;
     while (session_find(f, s->id) != NULL);
-    f->s[f->n++] = s;
+    {
+        size_t i = session_index(f, s->id);
+
+        memmove(f->s + i + 1, f->s + i, (f->n - i) * sizeof(*f->s));
+        f->s[i] = s;
+        f->n++;
+    }
     sop->ses = s->id;
     return 0;
  inval:
@@ -221,16 +247,14 @@ static int session_create(dev_file *f, struct session_op *sop,
 
 static int session_destroy(dev_file *f, uint32_t id)
 {
-    size_t i;
+    size_t i = session_index(f, id);
 
-    for (i = 0; i < f->n; i++) {
-        if (f->s[i]->id == id) {
-            session_free(f->s[i]);
-            f->s[i] = f->s[--f->n];
-            return 0;
-        }
-    }
-    return ENOENT;
+    if (i >= f->n || f->s[i]->id != id)
+        return ENOENT;
+    session_free(f->s[i]);
+    memmove(f->s + i, f->s + i + 1, (f->n - i - 1) * sizeof(*f->s));
+    f->n--;
+    return 0;
 }
 
 /* What a CIOCCRYPT moves, as the module would see it. */
@@ -381,6 +405,43 @@ static void reply_retry(fuse_req_t req, const struct iovec *in, size_t nin,
     fuse_reply_ioctl_retry(req, in, nin, out, nout);
 }
 
+/*
+ * cryptodev-linux pins the pages of an in-place buffer (dst = src) for
+ * writing; when the buffer mixes writable and read-only pages, it pins the
+ * first ones, fails on a read-only one, falls back to copying and never
+ * releases the pins it took: kernel memory is lost on every such call.
+ * This device refuses such a request (EFAULT, and a line on stderr) so that
+ * a caller who hands the module such a buffer fails its tests here.
+ * 1 when [p, p + len) of process pid spans more than one page and any of
+ * them is not writable.
+ */
+static int mixed_pages(pid_t pid, uintptr_t p, size_t len)
+{
+    char path[64], line[512];
+    uintptr_t lo, hi, at = p, end = p + len;
+    char perms[8];
+    FILE *m;
+    int bad = 0;
+
+    if (len == 0 || (p >> 12) == ((end - 1) >> 12))
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    m = fopen(path, "r");
+    if (m == NULL)
+        return 0;
+    while (at < end && fgets(line, sizeof(line), m) != NULL) {
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= at)
+            continue;
+        if (lo > at)
+            break;            /* a hole: not mapped at all */
+        if (perms[1] != 'w')
+            bad = 1;
+        at = hi;
+    }
+    fclose(m);
+    return bad || at < end;
+}
+
 static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
                      const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
@@ -407,6 +468,14 @@ static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
     err = crypt_plan(s, &cop, &x);
     if (err != 0) {
         fuse_reply_err(req, err);
+        return;
+    }
+    if (cop.src != NULL && cop.src == cop.dst
+        && mixed_pages(fuse_req_ctx(req)->pid, (uintptr_t)cop.src, cop.len)) {
+        fprintf(stderr, "hwaf-cuse-cryptodev: in-place CIOCCRYPT of %u bytes at "
+                "%p is not writable throughout: the module would leak pinned "
+                "pages; refused\n", cop.len, (void *)cop.src);
+        fuse_reply_err(req, EFAULT);
         return;
     }
     outlen = x.dst + x.mac + x.ivout;

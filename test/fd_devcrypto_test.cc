@@ -1,0 +1,263 @@
+/*
+ * /dev/crypto: descriptor economy and the pages handed to the module.
+ *
+ *   DevcryptoFd*     10,000 live cipher contexts and 10,000 live digest
+ *                    contexts under a descriptor limit of 1024: every one
+ *                    works and computes the default provider's bytes, and
+ *                    the process holds one descriptor of /dev/crypto, not
+ *                    one per context.
+ *   DevcryptoPages*  hash data in a buffer whose last page is read-only:
+ *                    hwaf never hands the module such a buffer in place
+ *                    (cryptodev-linux leaks pinned pages on it).  The CUSE
+ *                    device refuses such a request, which is checked first.
+ *
+ * Both need HWAF_TEST_BACKEND=devcrypto (the kernel.gtest-devcrypto entry,
+ * under test/cuse/with-devcrypto); elsewhere they fail rather than skip.
+ */
+#include "hwaf_test.h"
+
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+/* The provider's ABI header is C11. */
+#define _Static_assert static_assert
+#include "../provider/cryptodev_abi.h"
+#undef _Static_assert
+
+using namespace hwaf_test;
+
+namespace {
+
+class DevcryptoTest : public KernelTest {
+protected:
+    void SetUp() override
+    {
+        KernelTest::SetUp();
+        if (HasFatalFailure() || IsSkipped())
+            return;
+        ASSERT_EQ(env().backend, "devcrypto")
+            << "run with HWAF_TEST_BACKEND=devcrypto under test/cuse/with-devcrypto";
+        ASSERT_TRUE(devcrypto_present()) << "/dev/crypto does not open";
+    }
+};
+
+int open_fds()
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == nullptr)
+        return -1;
+    while (readdir(d) != nullptr)
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* The soft descriptor limit lowered for the life of the object. */
+struct FdLimit {
+    struct rlimit old {};
+    bool ok = false;
+    explicit FdLimit(rlim_t n)
+    {
+        struct rlimit r;
+        if (getrlimit(RLIMIT_NOFILE, &old) != 0)
+            return;
+        r = old;
+        r.rlim_cur = n;
+        ok = setrlimit(RLIMIT_NOFILE, &r) == 0;
+    }
+    ~FdLimit()
+    {
+        if (ok)
+            setrlimit(RLIMIT_NOFILE, &old);
+    }
+};
+
+class DevcryptoFd : public DevcryptoTest {};
+
+TEST_F(DevcryptoFd, TenThousandLiveContextsUnderUlimit1024)
+{
+    const size_t N = 10000;
+    CipherPtr hc, dc;
+    MdPtr hm, dm;
+    need_cipher("AES-128-CBC", &hc, &dc);
+    need_md("SHA2-256", &hm, &dm);
+    if (!hc || !hm)
+        return;
+    FdLimit limit(1024);
+    ASSERT_TRUE(limit.ok) << "setrlimit(RLIMIT_NOFILE, 1024): " << strerror(errno);
+    const int fds0 = open_fds();
+    ASSERT_GT(fds0, 0);
+    ASSERT_LT(fds0, 900) << "too many descriptors open before the test";
+
+    std::vector<CtxPtr> ciphers(N);
+    std::vector<MdCtxPtr> digests(N);
+    size_t cfail = 0, mfail = 0, cwrong = 0, mwrong = 0;
+    unsigned char key[16], iv[16], in[48], out[48 + 16];
+    for (size_t i = 0; i < N; i++) {
+        for (size_t j = 0; j < 16; j++) {
+            key[j] = (unsigned char)(i * 7 + j * 13);
+            iv[j] = (unsigned char)(i * 3 + j);
+        }
+        ciphers[i].reset(EVP_CIPHER_CTX_new());
+        if (!ciphers[i] || !EVP_EncryptInit_ex2(ciphers[i].get(), hc.get(), key, iv, nullptr)) {
+            cfail++;
+            ERR_clear_error();
+        }
+        digests[i].reset(EVP_MD_CTX_new());
+        if (!digests[i] || !EVP_DigestInit_ex2(digests[i].get(), hm.get(), nullptr)
+            || !EVP_DigestUpdate(digests[i].get(), &i, sizeof(i))) {
+            mfail++;
+            ERR_clear_error();
+        }
+    }
+    /* All 20,000 are alive now. */
+    const int fds1 = open_fds();
+    EXPECT_LE(fds1, fds0 + 2) << "descriptors grew from " << fds0 << " to " << fds1
+                              << " with " << N << " cipher and digest contexts";
+    EXPECT_EQ(ctx_param_str(ciphers[0].get(), HWAF_PARAM_BACKEND), "devcrypto");
+
+    for (size_t i = 0; i < N; i++) {
+        for (size_t j = 0; j < 16; j++) {
+            key[j] = (unsigned char)(i * 7 + j * 13);
+            iv[j] = (unsigned char)(i * 3 + j);
+        }
+        for (size_t j = 0; j < sizeof(in); j++)
+            in[j] = (unsigned char)(i + j * 29);
+        int l = 0;
+        if (!EVP_EncryptUpdate(ciphers[i].get(), out, &l, in, (int)sizeof(in)) || l != (int)sizeof(in)) {
+            cfail++;
+            ERR_clear_error();
+        } else {
+            Bytes ref;
+            if (!cipher_oneshot(dc.get(), 1, Bytes(key, key + 16), Bytes(iv, iv + 16),
+                                Bytes(in, in + sizeof(in)), &ref, 0)
+                || ref.size() != sizeof(in) || memcmp(ref.data(), out, sizeof(in)) != 0)
+                cwrong++;
+        }
+        unsigned char md[32];
+        unsigned int mdl = 0;
+        if (!EVP_DigestUpdate(digests[i].get(), in, sizeof(in))
+            || !EVP_DigestFinal_ex(digests[i].get(), md, &mdl) || mdl != 32) {
+            mfail++;
+            ERR_clear_error();
+        } else {
+            Bytes msg((unsigned char *)&i, (unsigned char *)&i + sizeof(i)), ref;
+            msg.insert(msg.end(), in, in + sizeof(in));
+            if (!digest_oneshot(dm.get(), msg, &ref) || ref.size() != 32 || memcmp(ref.data(), md, 32) != 0)
+                mwrong++;
+        }
+    }
+    EXPECT_EQ(cfail, 0u) << "cipher contexts that failed";
+    EXPECT_EQ(mfail, 0u) << "digest contexts that failed";
+    EXPECT_EQ(cwrong, 0u) << "cipher contexts with wrong bytes";
+    EXPECT_EQ(mwrong, 0u) << "digest contexts with wrong bytes";
+    ciphers.clear();
+    digests.clear();
+}
+
+/* A buffer of n bytes that ends exactly at the end of its last page, which
+ * is read-only; the pages before it are writable. */
+struct MixedBuffer {
+    unsigned char *map = nullptr, *p = nullptr;
+    size_t maplen = 0;
+    explicit MixedBuffer(size_t n)
+    {
+        const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        maplen = (n + pg - 1) / pg * pg;
+        void *m = mmap(nullptr, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return;
+        map = (unsigned char *)m;
+        p = map + maplen - n;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (unsigned char)(i * 131 + 17);
+        if (mprotect(map + maplen - pg, pg, PROT_READ) != 0)
+            p = nullptr;
+    }
+    ~MixedBuffer()
+    {
+        if (map != nullptr)
+            munmap(map, maplen);
+    }
+};
+
+class DevcryptoPages : public DevcryptoTest {};
+
+/* The CUSE device notices what the module would leak on: an in-place hash
+ * update over writable pages and a read-only one is refused (EFAULT). */
+TEST_F(DevcryptoPages, CuseDeviceRefusesMixedInPlaceBuffers)
+{
+    if (getenv("HWAF_DEVCRYPTO") == nullptr || strcmp(getenv("HWAF_DEVCRYPTO"), "cuse") != 0) {
+        /* Never on the real module: this is the very call that leaks. */
+        SUCCEED() << "the real cryptodev-linux module: not tried";
+        return;
+    }
+    MixedBuffer b(24000);
+    ASSERT_NE(b.p, nullptr);
+    int fd = open("/dev/crypto", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    struct session_op sop;
+    memset(&sop, 0, sizeof(sop));
+    sop.mac = CRYPTO_SHA2_256;
+    ASSERT_EQ(ioctl(fd, CIOCGSESSION, &sop), 0) << strerror(errno);
+    struct crypt_op cop;
+    memset(&cop, 0, sizeof(cop));
+    cop.ses = sop.ses;
+    cop.op = COP_ENCRYPT;
+    cop.flags = COP_FLAG_UPDATE;
+    cop.len = 24000;
+    cop.src = b.p;
+    cop.dst = b.p;
+    errno = 0;
+    EXPECT_EQ(ioctl(fd, CIOCCRYPT, &cop), -1) << "a mixed in-place buffer was accepted";
+    EXPECT_EQ(errno, EFAULT);
+    /* Writable throughout: accepted. */
+    cop.len = 24000 - 4096;
+    EXPECT_EQ(ioctl(fd, CIOCCRYPT, &cop), 0) << strerror(errno);
+    ioctl(fd, CIOCFSESSION, &sop.ses);
+    close(fd);
+}
+
+/* The case of the report: SHA-256 updates of 24000 bytes over 5 writable
+ * pages and 1 read-only one, through hwaf: correct digests, and the device
+ * never sees the caller's pages in place (the CUSE device would refuse). */
+TEST_F(DevcryptoPages, HashDataOverReadOnlyPagesIsNotHandedInPlace)
+{
+    for (const DigestAlg &a : kDigests) {
+        MdPtr h, d;
+        need_md(a.name, &h, &d);
+        if (!h)
+            return;
+        for (size_t n : {24000u, 8193u, 70000u, 300000u}) {
+            MixedBuffer b(n);
+            ASSERT_NE(b.p, nullptr);
+            Bytes got(64), want;
+            unsigned int l = 0;
+            MdCtxPtr c(EVP_MD_CTX_new());
+            ASSERT_TRUE(EVP_DigestInit_ex2(c.get(), h.get(), nullptr));
+            bool ok = EVP_DigestUpdate(c.get(), b.p, n) && EVP_DigestUpdate(c.get(), b.p, n)
+                      && EVP_DigestFinal_ex(c.get(), got.data(), &l);
+            EXPECT_TRUE(ok) << a.name << " over " << n << " bytes ending in a read-only page: "
+                            << error_queue_text();
+            ERR_clear_error();
+            if (!ok)
+                continue;
+            got.resize(l);
+            Bytes msg(b.p, b.p + n);
+            msg.insert(msg.end(), b.p, b.p + n);
+            ASSERT_TRUE(digest_oneshot(d.get(), msg, &want));
+            EXPECT_EQ(tohex(got), tohex(want)) << a.name << " " << n;
+        }
+    }
+}
+
+} // namespace
