@@ -233,7 +233,8 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     size_t mslen;
     int ok;
 
-    if (params == NULL || ctx->impl->alg->mdlen != 20
+    /* Other names are ignored, as OpenSSL's SHA1 ignores them. */
+    if (params == NULL
         || (p = OSSL_PARAM_locate_const(params, OSSL_DIGEST_PARAM_SSL3_MS)) == NULL)
         return 1;
     if (!OSSL_PARAM_get_octet_string_ptr(p, &ms, &mslen) || mslen != 48) {
@@ -269,6 +270,26 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
     return digest_known_gettable_ctx_params;
 }
 
+/*
+ * Settable context parameters exactly where the default provider has them:
+ * SHA1's ssl3-ms.  The SHA-2 digests have none, so EVP_MD_CTX_set_params
+ * and EVP_DigestFinalXOF (which sets "xoflen") fail on them, as on the
+ * default provider's.  One line per digest.
+ */
+static OSSL_FUNC_digest_settable_ctx_params_fn sha1_settable_ctx_params;
+static const OSSL_PARAM *sha1_settable_ctx_params(void *dctx, void *provctx)
+{
+    return sha1_known_settable_ctx_params;
+}
+
+#define DIGEST_SETTERS_SHA1                                                        \
+    { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params },    \
+    { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))sha1_settable_ctx_params },
+#define DIGEST_SETTERS_SHA2_224
+#define DIGEST_SETTERS_SHA2_256
+#define DIGEST_SETTERS_SHA2_384
+#define DIGEST_SETTERS_SHA2_512
+
 #define DIGEST_SLOT(id, s)                                                         \
     static OSSL_FUNC_digest_newctx_fn dnewctx_##id##_##s;                          \
     static void *dnewctx_##id##_##s(void *provctx)                                 \
@@ -287,8 +308,7 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
         { OSSL_FUNC_DIGEST_GET_CTX_PARAMS, (void (*)(void))digest_get_ctx_params }, \
         { OSSL_FUNC_DIGEST_GETTABLE_CTX_PARAMS,                                    \
           (void (*)(void))digest_gettable_ctx_params },                            \
-        { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params }, \
-        { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))dsettable_##id },  \
+        DIGEST_SETTERS_##id                                                        \
         { 0, NULL }                                                                \
     };
 
@@ -297,12 +317,6 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
     static int dget_params_##id(OSSL_PARAM params[])                               \
     {                                                                              \
         return digest_get_params(&hwaf_algs[HWAF_ALG_##id], params);               \
-    }                                                                              \
-    static OSSL_FUNC_digest_settable_ctx_params_fn dsettable_##id;                 \
-    static const OSSL_PARAM *dsettable_##id(void *dctx, void *provctx)             \
-    {                                                                              \
-        return HWAF_ALG_##id == HWAF_ALG_SHA1 ? sha1_known_settable_ctx_params     \
-                                              : sha1_known_settable_ctx_params + 1; \
     }                                                                              \
     DIGEST_SLOT(id, 0) DIGEST_SLOT(id, 1) DIGEST_SLOT(id, 2) DIGEST_SLOT(id, 3)
 
