@@ -11,6 +11,7 @@
 #include <linux/netlink.h>
 #include <linux/cryptouser.h>
 #include "afalg_sys.h"
+#include "hwaf_sys.h"
 
 #ifndef AF_ALG
 #define AF_ALG 38
@@ -32,11 +33,11 @@ int afalg_bind(const char *type, const char *name)
     strcpy((char *)sa.salg_name, name);
     fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return -errno;
+        return hwaf_sys_error(errno);
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         err = errno;
         close(fd);
-        return -err;
+        return hwaf_sys_error(err);
     }
     return fd;
 }
@@ -44,7 +45,7 @@ int afalg_bind(const char *type, const char *name)
 int afalg_setkey(int tfm, const unsigned char *key, size_t keylen)
 {
     if (setsockopt(tfm, SOL_ALG, ALG_SET_KEY, key, (socklen_t)keylen) != 0)
-        return -errno;
+        return hwaf_sys_error(errno);
     return 0;
 }
 
@@ -52,7 +53,7 @@ int afalg_accept(int fd)
 {
     int op = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
-    return op < 0 ? -errno : op;
+    return op < 0 ? hwaf_sys_error(errno) : op;
 }
 
 size_t afalg_grow_buffers(int fd, size_t want)
@@ -116,7 +117,7 @@ ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
         memcpy(aiv->iv, iv, ivlen);
     }
     n = sendmsg(op, &msg, more ? MSG_MORE : 0);
-    return n < 0 ? -errno : n;
+    return n < 0 ? hwaf_sys_error(errno) : n;
 }
 
 int afalg_send_all(int op, const void *in, size_t len, int more)
@@ -129,7 +130,7 @@ int afalg_send_all(int op, const void *in, size_t len, int more)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return -errno;
+            return hwaf_sys_error(errno);
         }
         p += n;
         len -= (size_t)n;
@@ -147,7 +148,7 @@ int afalg_read_all(int op, void *out, size_t len)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return -errno;
+            return hwaf_sys_error(errno);
         }
         if (n == 0)
             return -EIO;
@@ -171,7 +172,7 @@ int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return -errno;
+            return hwaf_sys_error(errno);
         }
         iov.iov_base = (char *)iov.iov_base + n;
         iov.iov_len -= (size_t)n;
@@ -181,7 +182,7 @@ int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return -errno;
+            return hwaf_sys_error(errno);
         }
         if (n == 0)
             return -EIO;
@@ -230,7 +231,7 @@ int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
     int n = 0, have = 0, eof = 0;
 
     if (f == NULL)
-        return -errno;
+        return hwaf_sys_error(errno);
     memset(&cur, 0, sizeof(cur));
     while (!eof) {
         eof = fgets(line, sizeof(line), f) == NULL;
@@ -292,7 +293,7 @@ int afalg_netlink_flags(const char *driver, unsigned int *flags)
         return -ENAMETOOLONG;
     fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_CRYPTO);
     if (fd < 0)
-        return -errno;
+        return hwaf_sys_error(errno);
     memset(&nl, 0, sizeof(nl));
     nl.nl_family = AF_NETLINK;
     memset(&req, 0, sizeof(req));
@@ -304,13 +305,13 @@ int afalg_netlink_flags(const char *driver, unsigned int *flags)
     if (sendto(fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&nl, sizeof(nl)) < 0) {
         err = errno;
         close(fd);
-        return -err;
+        return hwaf_sys_error(err);
     }
     n = recv(fd, resp.buf, sizeof(resp.buf), 0);
     err = errno;
     close(fd);
     if (n < 0)
-        return -err;
+        return hwaf_sys_error(err);
     h = &resp.align;
     if (!NLMSG_OK(h, (size_t)n))
         return -EIO;

@@ -20,6 +20,7 @@
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
 #include "afalg_sys.h"
+#include "hwaf_sys.h"
 
 #ifndef AF_ALG
 #define AF_ALG 38
@@ -82,8 +83,12 @@ static int afalg_available(char *why, size_t whylen)
     if (fd < 0) {
         int err = errno;
 
-        snprintf(why, whylen, "socket(AF_ALG): %s: this kernel has no AF_ALG "
-                 "(CONFIG_CRYPTO_USER_API_SKCIPHER/HASH)", strerror(err));
+        hwaf_sys_error(err);
+        if (hwaf_errno_transient(err))  /* the process's want, not the kernel's */
+            snprintf(why, whylen, "socket(AF_ALG): %s", strerror(err));
+        else
+            snprintf(why, whylen, "socket(AF_ALG): %s: this kernel has no AF_ALG "
+                     "(CONFIG_CRYPTO_USER_API_SKCIPHER/HASH)", strerror(err));
         return 0;
     }
     close(fd);

@@ -10,14 +10,14 @@
 #include <unistd.h>
 
 #include "devcrypto_sys.h"
-#include "hwaf_backend.h"
 #include "hwaf_debug.h"
+#include "hwaf_sys.h"
 
 int dc_open(void)
 {
     int fd = open(DC_DEVICE, O_RDWR | O_CLOEXEC);
 
-    return fd < 0 ? -errno : fd;
+    return fd < 0 ? hwaf_sys_error(errno) : fd;
 }
 
 int dc_ioctl(int fd, unsigned long req, void *arg)
@@ -27,7 +27,7 @@ int dc_ioctl(int fd, unsigned long req, void *arg)
     do
         r = ioctl(fd, req, arg);
     while (r < 0 && errno == EINTR);
-    return r < 0 ? -errno : 0;
+    return r < 0 ? hwaf_sys_error(errno) : 0;
 }
 
 int dc_session(int fd, uint32_t cipher, uint32_t mac,

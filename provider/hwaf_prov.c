@@ -3,7 +3,7 @@
  * algorithm tables built from what the probe found, and the provider's own
  * parameters.
  */
-#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <openssl/core_dispatch.h>
@@ -14,6 +14,7 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
+#include "hwaf_sys.h"
 #include <hwaf/hwaf.h>
 
 #define MAX_DRIVERS 8
@@ -24,16 +25,52 @@ static const hwaf_backend *const backends[HWAF_BE_COUNT] = {
 };
 
 /*
- * What the kernel offers, probed once per process: which backends work and,
- * per backend and algorithm, the drivers that bind and pass the known answer.
+ * What the kernel offers, probed once per process and backend (when a
+ * provider load first enables it): which backends work and, per backend
+ * and algorithm, the drivers that bind and pass the known answer.
+ *
+ * A probe during which a system call failed for want of resources
+ * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN: see hwaf_sys_error) says nothing
+ * about the kernel: its result is used by that load, reported as
+ * temporary, and the backend is probed again at the next load.
  */
 static struct {
+    int done[HWAF_BE_COUNT];       /* the result is the kernel's: kept */
+    int transient[HWAF_BE_COUNT];  /* the last probe met a passing shortage */
     int usable[HWAF_BE_COUNT];
     char why[HWAF_BE_COUNT][200];
     hwaf_driver drv[HWAF_BE_COUNT][HWAF_NALGS][MAX_DRIVERS];
     int ndrv[HWAF_BE_COUNT][HWAF_NALGS];
 } probe;
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+/*
+ * The probe's lock: 0 when free, else (fork generation << 1) | 1.  A child
+ * after fork() takes over a lock that a thread of its parent held (that
+ * thread does not exist in the child), so a load in the child never
+ * blocks; the half-done probe is simply done again.  Held through a probe
+ * (many system calls): other loads wait, yielding the CPU.
+ */
+static unsigned long probe_lockword;
+
+static void probe_lock(void)
+{
+    for (;;) {
+        unsigned int gen = __atomic_load_n(&hwaf_fork_generation, __ATOMIC_SEQ_CST);
+        unsigned long cur = __atomic_load_n(&probe_lockword, __ATOMIC_ACQUIRE);
+        unsigned long mine = ((unsigned long)gen << 1) | 1;
+
+        if ((cur == 0 || (unsigned int)(cur >> 1) != gen)
+            && __atomic_compare_exchange_n(&probe_lockword, &cur, mine, 0,
+                                           __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return;
+        sched_yield();
+    }
+}
+
+static void probe_unlock(void)
+{
+    __atomic_store_n(&probe_lockword, 0, __ATOMIC_RELEASE);
+}
 
 /* Run the algorithm's known answer through one driver. */
 static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
@@ -74,19 +111,19 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
     return ok;
 }
 
-static void probe_kernel(void)
+static void probe_backend(int b)
 {
-    int b, a, d, k, n;
+    const hwaf_backend *be = backends[b];
     hwaf_driver found[MAX_DRIVERS];
+    unsigned long shortages = hwaf_sys_transient_count();
+    int a, d, k, n, err;
 
-    for (b = 0; b < HWAF_BE_COUNT; b++) {
-        const hwaf_backend *be = backends[b];
-
-        probe.usable[b] = be->available(probe.why[b], sizeof(probe.why[b]));
-        HWAF_DEBUG("probe: backend %s: %s", be->name,
-                   probe.usable[b] ? "usable" : probe.why[b]);
-        if (!probe.usable[b])
-            continue;
+    memset(probe.ndrv[b], 0, sizeof(probe.ndrv[b]));
+    probe.why[b][0] = '\0';
+    probe.usable[b] = be->available(probe.why[b], sizeof(probe.why[b]));
+    HWAF_DEBUG("probe: backend %s: %s", be->name,
+               probe.usable[b] ? "usable" : probe.why[b]);
+    if (probe.usable[b]) {
         for (a = 0, n = 0; a < HWAF_NALGS; a++) {
             /* Key sizes of one mode share the kernel name (and sit side by
              * side in the table): list its drivers once; each key size
@@ -106,6 +143,29 @@ static void probe_kernel(void)
             probe.ndrv[b][a] = k;
         }
     }
+    if (hwaf_sys_transient_count() == shortages) {
+        probe.done[b] = 1;
+        probe.transient[b] = 0;
+        return;
+    }
+    /* Not the kernel's answer: what was found is used by this load only. */
+    err = hwaf_sys_transient_errno();
+    probe.transient[b] = 1;
+    HWAF_DEBUG("probe: backend %s: a system call failed with %s during the probe; "
+               "probed again at the next load", be->name, strerror(err));
+    if (!probe.usable[b] || probe.why[b][0] == '\0')
+        snprintf(probe.why[b], sizeof(probe.why[b]), "%s during the probe",
+                 strerror(err));
+}
+
+/* Probe the backends cfg enables whose result is not known yet. */
+static void probe_kernel(const hwaf_config *cfg)
+{
+    int b;
+
+    for (b = 0; b < HWAF_BE_COUNT; b++)
+        if (cfg->use_backend[b] && !probe.done[b])
+            probe_backend(b);
 }
 
 /* The best driver of the wanted class, or NULL. */
@@ -401,15 +461,33 @@ static void describe_backends(hwaf_prov *prov)
     size_t len;
 
     for (b = 0; b < HWAF_BE_COUNT; b++) {
-        for (a = 0, n = 0; a < HWAF_NALGS; a++)
+        int found = 0;
+
+        for (a = 0, n = 0; a < HWAF_NALGS; a++) {
             n += prov->slot[a][HWAF_SLOT(b, 0)] != NULL
                  || prov->slot[a][HWAF_SLOT(b, 1)] != NULL;
+            found += probe.ndrv[b][a] > 0;
+        }
         if (!prov->cfg.use_backend[b])
             snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
                      "disabled by the configuration (backends)");
+        else if (probe.transient[b])
+            /* Not the kernel's fault, and not for good. */
+            snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
+                     "unavailable for now: %s; %d of %d algorithms offered; "
+                     "probed again when hwaf is next loaded", probe.why[b], n,
+                     HWAF_NALGS);
         else if (!probe.usable[b])
             snprintf(prov->be_status[b], sizeof(prov->be_status[b]), "unusable: %s",
                      probe.why[b]);
+        else if (n == 0 && found == 0)
+            snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
+                     "unusable: the kernel serves none of the %d algorithms through it "
+                     "(no driver binds and passes its known answer)", HWAF_NALGS);
+        else if (n == 0)
+            snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
+                     "offers nothing: the configuration rules out every driver found "
+                     "(allow_software, hw_drivers, sw_drivers)");
         else
             snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
                      "usable, %d of %d algorithms offered", n, HWAF_NALGS);
@@ -449,12 +527,15 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         HWAF_RAISE(prov, HWAF_R_FORK_RECOVERY_FAILED, "pthread_atfork failed");
         goto err;
     }
-    pthread_once(&probe_once, probe_kernel);
+    probe_lock();
+    probe_kernel(&prov->cfg);
     if (!build_tables(prov)) {
+        probe_unlock();
         HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
         goto err;
     }
     describe_backends(prov);
+    probe_unlock();
     if (prov->buildinfo == NULL)
         goto err;
     *out = prov_dispatch;

@@ -1,5 +1,10 @@
-/* Counters of work handed to each backend, for HWAF_PARAM_*_OPS/BYTES. */
+/*
+ * Counters of work handed to each backend, for HWAF_PARAM_*_OPS/BYTES, and
+ * of system calls that failed for want of resources (hwaf_sys.h).
+ */
+#include <errno.h>
 #include "hwaf_backend.h"
+#include "hwaf_sys.h"
 
 static uint64_t stat_ops[HWAF_BE_COUNT];
 static uint64_t stat_bytes[HWAF_BE_COUNT];
@@ -26,4 +31,32 @@ void hwaf_stats_add_spliced(size_t bytes)
 uint64_t hwaf_stats_spliced(void)
 {
     return __atomic_load_n(&stat_spliced, __ATOMIC_RELAXED);
+}
+
+static __thread unsigned long sys_transient;
+static __thread int sys_transient_errno;
+
+int hwaf_errno_transient(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM || err == EINTR
+           || err == EAGAIN;
+}
+
+int hwaf_sys_error(int err)
+{
+    if (hwaf_errno_transient(err)) {
+        sys_transient++;
+        sys_transient_errno = err;
+    }
+    return -err;
+}
+
+unsigned long hwaf_sys_transient_count(void)
+{
+    return sys_transient;
+}
+
+int hwaf_sys_transient_errno(void)
+{
+    return sys_transient_errno;
 }

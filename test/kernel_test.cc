@@ -224,4 +224,49 @@ TEST(NoCryptoUser, BuiltWithLibkcapi)
 
 #endif
 
+/*
+ * The load-time probe and a passing shortage: hwaf's first load in a
+ * process with no descriptor free, then one, then enough (a fresh process,
+ * hwaf-probe-child, since the probe is once per process).  A shortage is
+ * not the kernel's answer: it must not be blamed on the kernel, not be
+ * reported as "usable" with nothing offered, and not be kept: the load
+ * with descriptors to spare offers the backend's algorithms.
+ */
+class ProbeShortage : public KernelTest {};
+
+TEST_F(ProbeShortage, NotCachedNotBlamedOnTheKernel)
+{
+    const std::string be = env().backend.empty() ? "afalg" : env().backend;
+    std::string cmd = std::string(HWAF_TEST_PROBE_CHILD) + " '" + module_dir() + "' 2>&1";
+    FILE *f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    char buf[512];
+    while (fgets(buf, sizeof(buf), f) != nullptr)
+        out += buf;
+    int rc = pclose(f);
+    ASSERT_EQ(rc, 0) << out;
+    auto status = [&](const std::string &step) {
+        std::string key = step + " " + be + ": ";
+        size_t p = out.find(key);
+        if (p == std::string::npos)
+            return std::string("<missing>");
+        p += key.size();
+        return out.substr(p, out.find('\n', p) - p);
+    };
+    for (const char *step : {"none-free", "one-free"}) {
+        std::string st = status(step);
+        EXPECT_NE(st, "<missing>") << out;
+        EXPECT_EQ(st.find("this kernel has no"), std::string::npos) << step << ": " << st;
+        EXPECT_EQ(st.find("usable, 0 of"), std::string::npos) << step << ": " << st;
+        EXPECT_TRUE(st.rfind("usable, ", 0) == 0 || st.find("for now") != std::string::npos)
+            << step << ": neither usable nor said to be temporary: " << st;
+    }
+    EXPECT_NE(status("none-free").find("for now"), std::string::npos)
+        << "no descriptor at all, yet: " << status("none-free");
+    std::string st = status("enough");
+    EXPECT_EQ(st.rfind("usable, ", 0), 0u) << "the shortage was kept: " << st << "\n" << out;
+    EXPECT_EQ(st.find("usable, 0 of"), std::string::npos) << st;
+}
+
 } // namespace

@@ -1,0 +1,26 @@
+/*
+ * Ground-floor helpers shared by the system-call layers of both backends
+ * (afalg_sys.c, devcrypto_sys.c) and read by the probe.
+ */
+#ifndef HWAF_SYS_H
+#define HWAF_SYS_H
+
+/*
+ * A failed system call's errno, turned into the -errno the system-call
+ * layers return: `return hwaf_sys_error(errno);`.  Errors that say nothing
+ * about the kernel (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN: the process or
+ * the machine is short of something for the moment) are counted per
+ * thread, so that the load-time probe can tell a passing shortage from
+ * the kernel's answer and does not keep it.
+ */
+int hwaf_sys_error(int err);
+/* 1 for EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN. */
+int hwaf_errno_transient(int err);
+/* This thread's count of such errors so far, and the last one. */
+unsigned long hwaf_sys_transient_count(void);
+int hwaf_sys_transient_errno(void);
+
+/* Bumped in every child after fork() (hwaf_fork.c). */
+extern volatile unsigned int hwaf_fork_generation;
+
+#endif
