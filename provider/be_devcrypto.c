@@ -108,6 +108,21 @@ typedef struct dc_pool_st {
     hwaf_be_md *idle[DC_POOL_MAX];
 } dc_pool;
 
+/*
+ * One CIOCCRYPT of hwaf's work (not the probe's), counted on success: an
+ * operation in hwaf-devcrypto-ops is one kernel request.
+ */
+static int dc_op(int fd, uint32_t ses, int op, int flags,
+                 const unsigned char *iv, const unsigned char *src,
+                 unsigned char *dst, size_t len, unsigned char *mac)
+{
+    int r = dc_crypt(fd, ses, op, flags, iv, src, dst, len, mac);
+
+    if (r == 0)
+        hwaf_stats_add(HWAF_BE_DEVCRYPTO, len);
+    return r;
+}
+
 static unsigned int dc_limit(void)
 {
     return __atomic_load_n(&dc_op_limit, __ATOMIC_RELAXED);
@@ -439,7 +454,7 @@ static int dc_cipher_op(hwaf_be_cipher *s, uint32_t ses, int op,
     if (dc_aligned(out, s->align)) {
         if (in != out)
             memmove(out, in, len);
-        return dc_crypt(s->fd, ses, op, 0, iv, out, out, len, NULL);
+        return dc_op(s->fd, ses, op, 0, iv, out, out, len, NULL);
     }
     if (len <= DC_BOUNCE) {
         if (s->bounce == NULL
@@ -450,7 +465,7 @@ static int dc_cipher_op(hwaf_be_cipher *s, uint32_t ses, int op,
         return -ENOMEM;
     }
     memcpy(tmp, in, len);
-    r = dc_crypt(s->fd, ses, op, 0, iv, tmp, tmp, len, NULL);
+    r = dc_op(s->fd, ses, op, 0, iv, tmp, tmp, len, NULL);
     if (r == 0)
         memcpy(out, tmp, len);
     if (tmp != s->bounce) {
@@ -593,7 +608,7 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
             dc_xts_double(t);
         }
         dc_xor(buf, in + done, tw, n);
-        r = dc_crypt(s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
+        r = dc_op(s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
                      NULL, buf, buf, n, NULL);
         if (r < 0 && dc_too_large(r, n)) {
             memcpy(t, t_next, DC_BLOCK);  /* this piece again, smaller */
@@ -680,8 +695,6 @@ static int dc_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
         ok = dc_xts_crypt(s, enc, iv, in, out, len);
     else
         ok = dc_chain_crypt(s, enc, iv, in, out, len);
-    if (ok)
-        hwaf_stats_add(HWAF_BE_DEVCRYPTO, len);
     return ok;
 }
 
@@ -897,7 +910,7 @@ static int dc_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
 static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
 {
     const unsigned char *src;
-    size_t n, max, total = len;
+    size_t n, max;
     int r;
 
     /* COP_FLAG_UPDATE with no data would finalise: nothing to do. */
@@ -925,7 +938,7 @@ static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
          */
         memcpy(s->bounce, in, n);
         src = s->bounce;
-        r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
+        r = dc_op(s->fd, s->ses, COP_ENCRYPT,
                      COP_FLAG_UPDATE | (s->fresh ? COP_FLAG_RESET : 0), NULL,
                      src, (unsigned char *)src, n, NULL);
         if (r < 0) {
@@ -939,7 +952,6 @@ static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
         in += n;
         len -= n;
     }
-    hwaf_stats_add(HWAF_BE_DEVCRYPTO, total);
     return 1;
 }
 
@@ -952,12 +964,10 @@ static int dc_md_final(hwaf_be_md *s, unsigned char *md)
         return 0;
     /* What was held back goes with the final: update + final, one ioctl
      * (dst = src, as dc_md_feed explains). */
-    r = dc_crypt(s->fd, s->ses, COP_ENCRYPT,
+    r = dc_op(s->fd, s->ses, COP_ENCRYPT,
                  COP_FLAG_FINAL | (s->fresh ? COP_FLAG_RESET : 0), NULL,
                  s->npending > 0 ? s->pending : NULL,
                  s->npending > 0 ? s->pending : NULL, s->npending, buf);
-    if (r >= 0 && s->npending > 0)
-        hwaf_stats_add(HWAF_BE_DEVCRYPTO, s->npending);
     s->npending = 0;
     if (r < 0) {
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
@@ -966,7 +976,6 @@ static int dc_md_final(hwaf_be_md *s, unsigned char *md)
     }
     memcpy(md, buf, s->impl->alg->mdlen);
     s->fresh = 1;
-    hwaf_stats_add(HWAF_BE_DEVCRYPTO, 0);
     return 1;
 }
 

@@ -6,6 +6,9 @@
  *                    works and computes the default provider's bytes, and
  *                    the process holds one descriptor of /dev/crypto, not
  *                    one per context.
+ *   DevcryptoCounters*  hwaf-devcrypto-ops counts kernel requests: one
+ *                    CIOCCRYPT is one operation, a held-back update that
+ *                    travels with the final included.
  *   DevcryptoPages*  hash data in a buffer whose last page is read-only:
  *                    hwaf never hands the module such a buffer in place
  *                    (cryptodev-linux leaks pinned pages on it).  The CUSE
@@ -258,6 +261,52 @@ TEST_F(DevcryptoPages, HashDataOverReadOnlyPagesIsNotHandedInPlace)
             EXPECT_EQ(tohex(got), tohex(want)) << a.name << " " << n;
         }
     }
+}
+
+class DevcryptoCounters : public DevcryptoTest {};
+
+TEST_F(DevcryptoCounters, OneIoctlIsOneOperation)
+{
+    MdPtr h, d;
+    need_md("SHA2-256", &h, &d);
+    CipherPtr ch, cd;
+    need_cipher("AES-128-CBC", &ch, &cd);
+    if (!h || !ch)
+        return;
+    auto ops = [&]() {
+        uint64_t v = 0;
+        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_OPS, &v));
+        return v;
+    };
+    auto bytes = [&]() {
+        uint64_t v = 0;
+        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_BYTES, &v));
+        return v;
+    };
+    /* A short message: held back, sent with the final in one CIOCCRYPT. */
+    MdCtxPtr m(EVP_MD_CTX_new());
+    ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), h.get(), nullptr));
+    Bytes in = random_bytes(100), out(32);
+    unsigned int l = 0;
+    uint64_t o0 = ops(), b0 = bytes();
+    ASSERT_TRUE(EVP_DigestUpdate(m.get(), in.data(), in.size()));
+    ASSERT_TRUE(EVP_DigestFinal_ex(m.get(), out.data(), &l));
+    EXPECT_EQ(ops() - o0, 1u) << "update + final travel in one ioctl";
+    EXPECT_EQ(bytes() - b0, 100u);
+    /* Two short updates, one final: still one request. */
+    ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), h.get(), nullptr));
+    o0 = ops();
+    ASSERT_TRUE(EVP_DigestUpdate(m.get(), in.data(), 50));
+    ASSERT_TRUE(EVP_DigestUpdate(m.get(), in.data() + 50, 50));
+    ASSERT_TRUE(EVP_DigestFinal_ex(m.get(), out.data(), &l));
+    EXPECT_EQ(ops() - o0, 1u);
+    /* One cipher operation of 4 KiB. */
+    Bytes key = random_bytes(16), iv = random_bytes(16), pt = random_bytes(4096), ct;
+    o0 = ops();
+    b0 = bytes();
+    ASSERT_TRUE(cipher_oneshot(ch.get(), 1, key, iv, pt, &ct, 0));
+    EXPECT_EQ(ops() - o0, 1u);
+    EXPECT_EQ(bytes() - b0, 4096u);
 }
 
 } // namespace

@@ -200,8 +200,8 @@ TEST_F(Threads, IndependentContexts)
     struct Alg {
         CipherPtr h, d;
         MdPtr mh, md;
-        size_t keylen;
-        bool xts;
+        size_t keylen = 0;  /* ciphers only; moved, so always initialised */
+        bool xts = false;
     };
     std::vector<Alg> algs;
     for (const auto &c : kCiphers) {
