@@ -211,6 +211,39 @@ TEST_F(Props, EveryImplementationListedAndLabelled)
 }
 
 /* The backends key: with only devcrypto allowed, nothing comes from AF_ALG. */
+/*
+ * OpenSSL treats a property a provider does not define as "no": a query
+ * "hwaf.hw=no" alone also matches the default provider (and any other),
+ * so where hwaf lacks an algorithm it is served in software elsewhere.
+ * "provider=hwaf,hwaf.hw=no" is what names hwaf's CPU-driver
+ * implementation: it fails where hwaf has none.  Both behaviours, as
+ * docs/config.md describes them.
+ */
+TEST_F(Props, HwNoAloneAlsoMatchesOtherProviders)
+{
+    const std::string no = HWAF_PROP_HW "=no";
+    /* An algorithm hwaf does not offer. */
+    MdPtr m(EVP_MD_fetch(lib_->get(), "SHA3-256", no.c_str()));
+    ASSERT_TRUE(m) << "hwaf.hw=no alone did not match the default provider";
+    EXPECT_STREQ(OSSL_PROVIDER_get0_name(EVP_MD_get0_provider(m.get())), "default");
+    ERR_clear_error();
+    MdPtr n(EVP_MD_fetch(lib_->get(), "SHA3-256", kHwNo));
+    EXPECT_FALSE(n) << "provider=hwaf,hwaf.hw=no matched "
+                    << OSSL_PROVIDER_get0_name(EVP_MD_get0_provider(n.get()));
+    ERR_clear_error();
+    /* An algorithm hwaf offers with a CPU driver: the full query gets hwaf's. */
+    for (const auto &name : {"AES-128-CBC", "SHA2-256"}) {
+        Served s = serve(lib_->get(), name, kHwNo);
+        ASSERT_TRUE(s.ok) << name << " " << kHwNo << "\n" << error_queue_text();
+        EXPECT_EQ(s.provider, HWAF_PROVIDER_NAME) << name;
+        EXPECT_EQ(s.hw, 0) << name;
+        /* Alone, hwaf.hw=no may be served by either provider. */
+        Served t = serve(lib_->get(), name, no);
+        ASSERT_TRUE(t.ok) << name;
+        EXPECT_TRUE(t.provider == HWAF_PROVIDER_NAME || t.provider == "default") << t.provider;
+    }
+}
+
 TEST_F(Props, BackendsKeyTakesEffect)
 {
     LibCtx lib(make_config("backends = devcrypto\n"));
