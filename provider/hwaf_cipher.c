@@ -183,9 +183,10 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
         memset(blk + len, 0, BLK - tail);
         if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, blk, blk, full + BLK))
             return 0;
-        memcpy(out, blk, len);
+        /* The keystream from our copy, before out (maybe in) is written. */
         for (i = 0; i < BLK; i++)
             ctx->buf[i] = blk[full + i] ^ (i < tail ? in[full + i] : 0);
+        memcpy(out, blk, len);
         ctr_add(ctx->iv, full / BLK + 1);
         ctx->num = (unsigned int)tail;
         OPENSSL_cleanse(blk, full + BLK);
@@ -205,9 +206,9 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
         memset(blk + tail, 0, BLK - tail);
         if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, blk, blk, BLK))
             return 0;
-        memcpy(out, blk, tail);
         for (i = 0; i < BLK; i++)
             ctx->buf[i] = blk[i] ^ (i < tail ? in[i] : 0);
+        memcpy(out, blk, tail);
         ctr_add(ctx->iv, 1);
         ctx->num = (unsigned int)tail;
         OPENSSL_cleanse(blk, BLK);

@@ -418,6 +418,37 @@ TEST_P(DiffCtr, PositionAcrossCalls)
     EXPECT_EQ(num, 5u);
 }
 
+/* An in-place update ending inside a block, then num rewound with
+ * EVP_CIPHER_CTX_set_num: the rewound bytes get the same keystream again, as
+ * with the default provider (the saved keystream must not depend on the
+ * caller's buffer, which the update overwrote). */
+TEST_P(DiffCtr, InPlaceThenRewoundNum)
+{
+    const CipherAlg &a = GetParam();
+    CipherPtr h, d;
+    need_cipher(a.name, &h, &d);
+    if (!h)
+        return;
+    Bytes key = random_bytes(a.keylen), iv = random_bytes(a.ivlen);
+    for (size_t len : {5, 37, 4093, 8197, 70003}) {
+        Bytes in = random_bytes(len), more = random_bytes(16);
+        std::vector<Bytes> outs;
+        for (const EVP_CIPHER *c : {h.get(), d.get()}) {
+            CtxPtr ctx(EVP_CIPHER_CTX_new());
+            Bytes buf = in, tail = more;
+            int outl = 0;
+            ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), c, key.data(), iv.data(), nullptr));
+            ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), buf.data(), &outl, buf.data(), (int)len));
+            ASSERT_EQ(EVP_CIPHER_CTX_get_num(ctx.get()), (int)(len % 16));
+            ASSERT_TRUE(EVP_CIPHER_CTX_set_num(ctx.get(), 1));
+            ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), tail.data(), &outl, tail.data(), 16));
+            buf.insert(buf.end(), tail.begin(), tail.end());
+            outs.push_back(buf);
+        }
+        EXPECT_TRUE(outs[0] == outs[1]) << a.name << " " << len << " bytes: " << first_diff(outs[0], outs[1]);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Diff, DiffCipher, ::testing::ValuesIn(kCiphers),
                          [](const ::testing::TestParamInfo<CipherAlg> &i) { return test_name(i.param.name); });
 INSTANTIATE_TEST_SUITE_P(Diff, DiffCtr, ::testing::ValuesIn(ctr_only()),
