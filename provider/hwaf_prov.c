@@ -356,6 +356,18 @@ static OSSL_FUNC_provider_get_reason_strings_fn prov_reason_strings;
 
 static void prov_teardown(void *provctx)
 {
+    uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT];
+    int b;
+
+    /* What this process handed to the kernel: proof, in the debug log,
+     * that an application configured only through openssl.cnf used hwaf. */
+    for (b = 0; b < HWAF_BE_COUNT; b++)
+        hwaf_stats_get(b, &ops[b], &bytes[b]);
+    HWAF_DEBUG("unload: afalg %llu ops %llu bytes, devcrypto %llu ops %llu bytes",
+               (unsigned long long)ops[HWAF_BE_AFALG],
+               (unsigned long long)bytes[HWAF_BE_AFALG],
+               (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
+               (unsigned long long)bytes[HWAF_BE_DEVCRYPTO]);
     prov_free(provctx);
 }
 
