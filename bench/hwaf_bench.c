@@ -176,7 +176,7 @@ static void usage(FILE *f)
         "                   zero-copy target against the driver's own speed\n"
         "  --cryptodev PATH the /dev/crypto device (default /dev/crypto)\n"
         "  --modules DIR    where hwaf.so is (default: $OPENSSL_MODULES, else the\n"
-        "                   build tree)\n"
+        "                   build tree when it holds hwaf.so, else libcrypto's)\n"
         "  --list           only list the implementations of each algorithm\n"
         "  --quiet          no progress line on stderr\n"
         "algorithms:");
@@ -1139,7 +1139,10 @@ int main(int argc, char **argv)
 {
     static const size_t default_sizes[] = { 16, 64, 256, 1024, 8192, 16384, 65536,
                                             1048576 };
-    const char *modules = HWAF_BENCH_MODULE_DIR;
+    /* The build tree's module only when it is there: an installed
+     * hwaf-bench loads hwaf.so from libcrypto's modules directory. */
+    const char *modules =
+        access(HWAF_BENCH_MODULE_DIR "/hwaf.so", R_OK) == 0 ? HWAF_BENCH_MODULE_DIR : NULL;
     unsigned char *in = NULL, *out = NULL, *ref = NULL;
     size_t maxlen = 0, i;
     char why[BENCH_WHY_MAX];
