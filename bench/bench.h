@@ -6,6 +6,10 @@
  * sessions created) and then performs operations: one operation is one call
  * an application would make for one buffer (a cipher update over the whole
  * buffer, or a complete digest of the buffer).
+ *
+ * Files, top-down (none uses one above it): hwaf_bench.c (options, timing,
+ * report, targets), impl_*.c (one family of implementations each),
+ * bench_common.c (key and IV, implementation sets, /proc/crypto).
  */
 #ifndef HWAF_BENCH_H
 #define HWAF_BENCH_H
@@ -89,7 +93,7 @@ bench_inst *bench_set_add(bench_set *s, const char *name, bench_family fam);
 void bench_set_absent(bench_set *s, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Fixed test material, deterministic so runs are comparable. */
+/* bench_common.c: fixed test material, deterministic so runs are comparable. */
 extern const unsigned char bench_key[64];
 extern const unsigned char bench_iv[16];
 
@@ -117,7 +121,8 @@ int bench_hwaf_counters(uint64_t ops[BENCH_CTR_COUNT],
                         uint64_t bytes[BENCH_CTR_COUNT]);
 void bench_hwaf_describe(FILE *f);
 
-/* Best-effort: highest-priority driver for a kernel name, from /proc/crypto. */
+/* bench_common.c, best-effort: highest-priority driver for a kernel name,
+ * from /proc/crypto. */
 void bench_proc_crypto_driver(const char *kname, bench_kind kind, char *out,
                               size_t outlen);
 
