@@ -20,7 +20,7 @@
 #define SOL_ALG 279
 #endif
 
-int afalg_bind(const char *type, const char *name)
+int afalg_bind(const char *type, const char *name, const char **call)
 {
     struct sockaddr_alg sa;
     int fd, err;
@@ -32,11 +32,17 @@ int afalg_bind(const char *type, const char *name)
     strcpy((char *)sa.salg_type, type);
     strcpy((char *)sa.salg_name, name);
     fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return hwaf_sys_error(errno);
+    if (fd < 0) {
+        err = errno;
+        if (call != NULL)
+            *call = "socket";
+        return hwaf_sys_error(err);
+    }
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         err = errno;
         close(fd);
+        if (call != NULL)
+            *call = "bind";
         return hwaf_sys_error(err);
     }
     return fd;
@@ -158,8 +164,20 @@ int afalg_read_all(int op, void *out, size_t len)
     return 0;
 }
 
+int afalg_read_whole(int op, void *out, size_t len)
+{
+    ssize_t n;
+
+    do
+        n = read(op, out, len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return hwaf_sys_error(errno);
+    return (size_t)n == len ? 0 : -EIO;
+}
+
 int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
-                    int more)
+                    int more, const char **call)
 {
     struct iovec iov;
     size_t left = len;
@@ -172,6 +190,8 @@ int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (call != NULL)
+                *call = "vmsplice";
             return hwaf_sys_error(errno);
         }
         iov.iov_base = (char *)iov.iov_base + n;
@@ -182,10 +202,15 @@ int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (call != NULL)
+                *call = "splice";
             return hwaf_sys_error(errno);
         }
-        if (n == 0)
+        if (n == 0) {
+            if (call != NULL)
+                *call = "splice";
             return -EIO;
+        }
         left -= (size_t)n;
     }
     return 0;

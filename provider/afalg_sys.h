@@ -9,8 +9,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* socket(AF_ALG) + bind(type, name): a transform socket, or -errno. */
-int afalg_bind(const char *type, const char *name);
+/* socket(AF_ALG) + bind(type, name): a transform socket, or -errno; *call
+ * (when call != NULL) names the call that failed. */
+int afalg_bind(const char *type, const char *name, const char **call);
 int afalg_setkey(int tfm, const unsigned char *key, size_t keylen);
 /* accept(): an operation socket, or -errno. */
 int afalg_accept(int fd);
@@ -32,16 +33,22 @@ ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
 int afalg_send_all(int op, const void *in, size_t len, int more);
 /* read() until len bytes arrived; 0, -errno, or -EIO on a short read. */
 int afalg_read_all(int op, void *out, size_t len);
+/*
+ * One read() of all len bytes, for answers that cannot come in pieces: a
+ * hash socket finishes its hash at the first read, and an XTS data unit read
+ * in two pieces is two data units.  0, -errno, or -EIO on a short read.
+ */
+int afalg_read_whole(int op, void *out, size_t len);
 
 /*
  * Zero-copy input: move len bytes of page-aligned user memory into the
  * operation socket through a pipe (vmsplice + splice, never SPLICE_F_GIFT).
  * more: the operation goes on after these bytes.  len must fit both the
  * pipe and the socket's send buffer, or this waits for a reader that never
- * comes.  0 or -errno.
+ * comes.  0 or -errno; *call (when call != NULL) names the call that failed.
  */
 int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
-                    int more);
+                    int more, const char **call);
 
 /* What the kernel's registry says about one driver. */
 typedef struct afalg_reginfo_st {

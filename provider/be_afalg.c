@@ -110,7 +110,7 @@ static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
 
     /* Binding the generic name makes the kernel instantiate its best
      * implementation, so that /proc/crypto lists it. */
-    fd = afalg_bind(type, alg->kname);
+    fd = afalg_bind(type, alg->kname, NULL);
     if (fd < 0) {
         HWAF_DEBUG("afalg: %s \"%s\" not available: %s", type, alg->kname,
                    strerror(-fd));
@@ -136,7 +136,7 @@ static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
 
         if (!reg[i].selftest_ok)
             continue;
-        fd = afalg_bind(type, reg[i].driver);
+        fd = afalg_bind(type, reg[i].driver, NULL);
         if (fd < 0) {
             HWAF_DEBUG("afalg: driver %s refuses to bind: %s", reg[i].driver,
                        strerror(-fd));
@@ -183,6 +183,7 @@ static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
                              const unsigned char *key, size_t keylen)
 {
     hwaf_be_cipher *s = OPENSSL_zalloc(sizeof(*s));
+    const char *call = "bind";
     size_t sndbuf;
     int r;
 
@@ -194,9 +195,9 @@ static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     s->impl = impl;
     s->op = -1;
     s->pipe[0] = s->pipe[1] = -1;
-    s->tfm = afalg_bind("skcipher", impl->drv.name);
+    s->tfm = afalg_bind("skcipher", impl->drv.name, &call);
     if (s->tfm < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, "bind");
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, call);
         goto err;
     }
     r = afalg_setkey(s->tfm, key, keylen);
@@ -231,6 +232,14 @@ static size_t afalg_cipher_max(hwaf_be_cipher *s)
     return SIZE_MAX & ~(size_t)(AFALG_PAGE - 1);
 }
 
+/* The output of one operation; an XTS data unit comes in one read(). */
+static int read_out(hwaf_be_cipher *s, unsigned char *out, size_t len)
+{
+    if (s->impl->alg->mode == HWAF_MODE_XTS)
+        return afalg_read_whole(s->op, out, len);
+    return afalg_read_all(s->op, out, len);
+}
+
 /*
  * The copying path: one sendmsg() with the direction, the IV and the data,
  * one read().  Work larger than the socket buffers goes in rounds of one
@@ -263,7 +272,7 @@ static int crypt_copy(hwaf_be_cipher *s, int enc, const unsigned char *iv,
             HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "sendmsg");
             return 0;
         }
-        r = afalg_read_all(s->op, out + off, n);
+        r = read_out(s, out + off, n);
         if (r < 0) {
             HWAF_RAISE_SYS(impl->prov, r == -EIO ? HWAF_R_KERNEL_SHORT_OUTPUT
                                                  : HWAF_R_KERNEL_OPERATION_FAILED,
@@ -304,6 +313,7 @@ static int crypt_splice(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                         const unsigned char *in, unsigned char *out, size_t len)
 {
     const hwaf_impl *impl = s->impl;
+    const char *call = "splice";
     ssize_t n;
     size_t off, k;
     int r;
@@ -315,12 +325,13 @@ static int crypt_splice(hwaf_be_cipher *s, int enc, const unsigned char *iv,
     }
     for (off = 0; off < len; off += k) {
         k = len - off < s->round ? len - off : s->round;
-        r = afalg_splice_in(s->op, s->pipe[0], s->pipe[1], in + off, k, off + k < len);
+        r = afalg_splice_in(s->op, s->pipe[0], s->pipe[1], in + off, k, off + k < len,
+                            &call);
         if (r < 0) {
-            HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "splice");
+            HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, call);
             return 0;
         }
-        r = afalg_read_all(s->op, out + off, k);
+        r = read_out(s, out + off, k);
         if (r < 0) {
             HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "read");
             return 0;
@@ -492,11 +503,10 @@ static int afalg_md_open(hwaf_be_md **out, const hwaf_impl *impl)
         s->op = p->idle[--p->n];
     } else {
         if (p->tfm < 0) {
-            p->tfm = afalg_bind("hash", impl->drv.name);
-            if (p->tfm < 0) {
+            call = "bind";
+            p->tfm = afalg_bind("hash", impl->drv.name, &call);
+            if (p->tfm < 0)
                 err = -p->tfm;
-                call = "bind";
-            }
         }
         if (p->tfm >= 0) {
             s->op = afalg_accept(p->tfm);
@@ -534,10 +544,12 @@ static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
 
 static int afalg_md_final(hwaf_be_md *s, unsigned char *md)
 {
-    /* With nothing sent, the kernel hashes the empty message. */
-    int r = afalg_read_all(s->op, md, s->impl->alg->mdlen);
+    /* With nothing sent, the kernel hashes the empty message.  The hash
+     * ends at the first read; until one succeeds the socket is not clean. */
+    int r = afalg_read_whole(s->op, md, s->impl->alg->mdlen);
 
-    s->more = 0;
+    if (r == 0)
+        s->more = 0;
     if (r < 0) {
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "read");
         return 0;
