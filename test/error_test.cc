@@ -261,6 +261,28 @@ TEST_P(ErrorsXts, EqualKeyHalves)
     }
 }
 
+/* A re-init that passes the cipher again and no key leaves no key set (the
+ * EVP layer makes a new context); the default provider's XTS final then has
+ * nothing to do and succeeds. */
+TEST_P(ErrorsCipher, FinalAfterInitWithoutKey)
+{
+    if (!h_)
+        return;
+    const CipherAlg &a = GetParam();
+    Bytes key = random_bytes(a.keylen);
+    for (int enc : {1, 0}) {
+        auto op = [&](bool hw) {
+            CtxPtr ctx(EVP_CIPHER_CTX_new());
+            unsigned char out[32];
+            int outl = -1;
+            return EVP_CipherInit_ex2(ctx.get(), c(hw), key.data(), iv_.data(), enc, nullptr)
+                && EVP_CipherInit_ex2(ctx.get(), c(hw), nullptr, iv_.data(), enc, nullptr)
+                && EVP_CipherFinal_ex(ctx.get(), out, &outl) && outl == 0;
+        };
+        both(op, std::string(a.name) + (enc ? " encrypt" : " decrypt") + ": final after a re-init without key");
+    }
+}
+
 TEST_P(ErrorsCipher, ParamBufferTooSmall)
 {
     if (!h_)
