@@ -1,0 +1,323 @@
+/*
+ * Fault injection at every system call hwaf makes.
+ *
+ * For every algorithm (both directions for ciphers; AF_ALG with zero-copy
+ * off and on, or /dev/crypto with HWAF_TEST_BACKEND=devcrypto) one life
+ * cycle of a context -- init, update of 100 bytes, update of 16 KiB of
+ * page-aligned data, final, the same again after a re-init of the same
+ * context, free -- is first run with hwaf's calls only counted.  Then each
+ * call n = 1, 2, ... of that cycle is failed in turn with EMFILE, ENFILE,
+ * ENOMEM, EINTR, EAGAIN, EFAULT, EBADMSG, EINVAL, or made short (half the
+ * bytes read or written).  Every case must end in
+ *   - output equal to the default provider's, or
+ *   - a failed EVP call whose error names the call and the errno (a short
+ *     call: any error with a reason string),
+ * never a hang (an alarm per case); a cycle whose first half failed must
+ * give the right output after the re-init; and afterwards a fresh context
+ * must give the right output (no poisoned pool).  The fault shim
+ * (fault_shim.c) counts and fails only calls made from hwaf.so.
+ */
+#include "../hwaf_test.h"
+#include "fault_shim.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <sstream>
+
+using namespace hwaf_test;
+
+namespace {
+
+struct Fault {
+    enum fault_kind kind;
+    int err;
+    const char *name;
+};
+const Fault kFaults[] = {
+    {FAULT_ERRNO, EMFILE, "EMFILE"}, {FAULT_ERRNO, ENFILE, "ENFILE"},
+    {FAULT_ERRNO, ENOMEM, "ENOMEM"}, {FAULT_ERRNO, EINTR, "EINTR"},
+    {FAULT_ERRNO, EAGAIN, "EAGAIN"}, {FAULT_ERRNO, EFAULT, "EFAULT"},
+    {FAULT_ERRNO, EBADMSG, "EBADMSG"}, {FAULT_ERRNO, EINVAL, "EINVAL"},
+    {FAULT_SHORT, 0, "short"},
+};
+
+/* Calls hwaf names in its errors by another name. */
+bool names_call(const std::string &err, const std::string &call)
+{
+    if (err.find(call) != std::string::npos)
+        return true;
+    return (call == "send" && err.find("sendmsg") != std::string::npos)
+        || (call == "recv" && err.find("read") != std::string::npos);
+}
+
+struct Totals {
+    unsigned long cases = 0, output = 0, errors = 0, retried = 0, defects = 0;
+};
+Totals g_total;
+
+char g_case[256];
+void on_alarm(int)
+{
+    static const char msg[] = "\nhwaf-faults: case hangs (no answer in 30 s): ";
+    ssize_t r = write(2, msg, sizeof(msg) - 1);
+    r = write(2, g_case, strlen(g_case));
+    r = write(2, "\n", 1);
+    (void)r;
+    _exit(3);
+}
+
+class Summary : public ::testing::Environment {
+    void TearDown() override
+    {
+        if (g_total.cases == 0)
+            ADD_FAILURE() << "no fault was injected";
+        fprintf(stderr,
+                "hwaf-faults: %lu injected cases: %lu correct output (%lu after EINTR), "
+                "%lu clean errors, %lu defects\n",
+                g_total.cases, g_total.output, g_total.retried, g_total.errors, g_total.defects);
+    }
+};
+::testing::Environment *const g_summary = ::testing::AddGlobalTestEnvironment(new Summary);
+
+/* One life cycle: run(ctx, out) is init + updates + final on ctx. */
+struct Cycle {
+    std::function<void *()> make;
+    std::function<void(void *)> free;
+    std::function<bool(void *, Bytes *)> run_hwaf;
+    Bytes want;
+};
+
+class Faults : public KernelTest, public ::testing::WithParamInterface<std::string> {
+protected:
+    void run_matrix(const std::string &label, Cycle &cy);
+    unsigned long cases_ = 0, defects_ = 0;
+    std::string report_;
+    std::map<std::string, unsigned> kinds_;
+};
+
+void Faults::run_matrix(const std::string &label, Cycle &cy)
+{
+    /* Count the calls of one cycle in steady state. */
+    void *c = cy.make();
+    Bytes out;
+    ASSERT_TRUE(cy.run_hwaf(c, &out)) << label << ": " << error_queue_text();
+    ASSERT_EQ(tohex(out), tohex(cy.want)) << label;
+    cy.free(c);
+    c = cy.make();
+    fault_arm(0, FAULT_COUNT, 0);
+    bool ok1 = cy.run_hwaf(c, &out);
+    bool ok2 = cy.run_hwaf(c, &out);
+    cy.free(c);
+    unsigned total = fault_calls();
+    fault_disarm();
+    ASSERT_TRUE(ok1 && ok2) << label << ": " << error_queue_text();
+    ASSERT_TRUE(fault_shim_active()) << "the fault shim never saw a call from hwaf.so";
+    ASSERT_GT(total, 0u) << label << ": no system call counted";
+    std::string calls;
+    for (unsigned i = 1; i <= total && fault_call_name(i) != nullptr; i++)
+        calls += std::string(i > 1 ? " " : "") + fault_call_name(i);
+    fprintf(stderr, "hwaf-faults: %s: %u calls per cycle: %s\n", label.c_str(), total, calls.c_str());
+
+    unsigned long before = cases_;
+    for (const Fault &f : kFaults) {
+        for (unsigned n = 1; n <= total + 2; n++) {
+            snprintf(g_case, sizeof(g_case), "%s: %s at call %u", label.c_str(), f.name, n);
+            alarm(30);
+            ERR_clear_error();
+            c = cy.make();
+            fault_arm(n, f.kind, f.err);
+            Bytes o1, o2;
+            bool r1 = cy.run_hwaf(c, &o1);
+            unsigned c1 = fault_calls();
+            std::string e1 = r1 ? "" : error_queue_text();
+            ERR_clear_error();
+            bool r2 = cy.run_hwaf(c, &o2);
+            unsigned c2 = fault_calls();
+            std::string e2 = r2 ? "" : error_queue_text();
+            ERR_clear_error();
+            cy.free(c);
+            const char *fired = fault_fired();
+            unsigned reached = fault_calls();
+            fault_disarm();
+            ERR_clear_error();
+            /* Afterwards a fresh context works (nothing stale in a pool). */
+            Bytes o3;
+            c = cy.make();
+            bool r3 = cy.run_hwaf(c, &o3);
+            std::string e3 = r3 ? "" : error_queue_text();
+            cy.free(c);
+            alarm(0);
+            if (fired == nullptr) {
+                if (reached < n)
+                    break;  /* past the end of the cycle */
+                continue;   /* a short fault on a call that has no length */
+            }
+            cases_++;
+            g_total.cases++;
+            std::ostringstream why;
+            std::string call = fired;
+            auto judge = [&](bool r, const Bytes &o, const std::string &e, const char *which) {
+                if (r) {
+                    if (o != cy.want)
+                        why << which << " returned wrong bytes with success; ";
+                    return;
+                }
+                if (e.empty())
+                    why << which << " failed without an error; ";
+                else if (f.kind == FAULT_ERRNO && e.find("(errno " + std::to_string(f.err) + ")") == std::string::npos)
+                    why << which << " failed without naming errno " << f.err << ": " << e << "; ";
+                else if (f.kind == FAULT_ERRNO && !names_call(e, call))
+                    why << which << " failed without naming the call " << call << ": " << e << "; ";
+            };
+            bool in1 = n <= c1, in2 = !in1 && n <= c2;
+            if (in1) {
+                judge(r1, o1, e1, "first run");
+                if (!r2 || o2 != cy.want)
+                    why << "run after re-init " << (r2 ? "returned wrong bytes" : "failed: " + e2) << "; ";
+            } else if (in2) {
+                if (!r1 || o1 != cy.want)
+                    why << "run before the fault " << (r1 ? "returned wrong bytes" : "failed: " + e1) << "; ";
+                judge(r2, o2, e2, "run after re-init");
+            } else if (!r1 || !r2 || o1 != cy.want || o2 != cy.want) {
+                why << "runs before a fault in free went wrong; ";
+            }
+            if (!r3 || o3 != cy.want)
+                why << "fresh context afterwards " << (r3 ? "returned wrong bytes" : "failed: " + e3) << "; ";
+            std::string w = why.str();
+            if (!w.empty()) {
+                defects_++;
+                g_total.defects++;
+                /* One example per call and kind of failure. */
+                std::string kind = call + ": " + w.substr(0, w.find_first_of(":;"));
+                if (kinds_[kind]++ == 0)
+                    report_ += std::string(g_case) + " (" + call + "): " + w + "\n";
+            } else if ((in1 && r1) || (in2 && r2) || (!in1 && !in2)) {
+                g_total.output++;
+                if (f.kind == FAULT_ERRNO && f.err == EINTR)
+                    g_total.retried++;
+            } else {
+                g_total.errors++;
+            }
+        }
+    }
+    fprintf(stderr, "hwaf-faults: %s: %lu cases\n", label.c_str(), cases_ - before);
+}
+
+std::vector<std::string> configs()
+{
+    if (env().backend == "devcrypto")
+        return {""};
+    return {"zerocopy = no", "zerocopy = yes\nzerocopy_min = 4096"};
+}
+
+struct AlignedFree { void operator()(unsigned char *p) const { free(p); } };
+
+TEST_P(Faults, EveryCallEveryErrno)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, nullptr);
+
+    const std::string name = GetParam();
+    bool is_md = name.rfind("SHA", 0) == 0;
+    const size_t kBig = 16384;
+    std::unique_ptr<unsigned char, AlignedFree> big((unsigned char *)aligned_alloc(4096, kBig));
+    std::unique_ptr<unsigned char, AlignedFree> bigout((unsigned char *)aligned_alloc(4096, kBig + 64));
+    Bytes rnd = random_bytes(kBig);
+    memcpy(big.get(), rnd.data(), kBig);
+
+    for (const std::string &cfg : configs()) {
+        std::unique_ptr<LibCtx> lc(cfg.empty() ? new LibCtx() : new LibCtx(make_config(cfg)));
+        ASSERT_TRUE(lc->hwaf_loaded()) << lc->load_errors();
+        std::string label = name + (env().backend == "devcrypto" ? " devcrypto" : " afalg ")
+            + (cfg.empty() ? "" : cfg.substr(0, cfg.find('\n')));
+        if (is_md) {
+            MdPtr h(EVP_MD_fetch(lc->get(), name.c_str(), hwaf_query().c_str()));
+            MdPtr d(EVP_MD_fetch(lc->get(), name.c_str(), "provider=default"));
+            ASSERT_TRUE(h && d) << name << ": " << error_queue_text();
+            Bytes small = random_bytes(100);
+            auto run = [&](const EVP_MD *md, void *vc, Bytes *out) {
+                EVP_MD_CTX *c = (EVP_MD_CTX *)vc;
+                unsigned char m[EVP_MAX_MD_SIZE];
+                unsigned int ml = 0;
+                out->clear();
+                if (!EVP_DigestInit_ex2(c, md, nullptr) || !EVP_DigestUpdate(c, small.data(), small.size())
+                    || !EVP_DigestUpdate(c, big.get(), kBig) || !EVP_DigestFinal_ex(c, m, &ml))
+                    return false;
+                out->assign(m, m + ml);
+                return true;
+            };
+            Cycle cy;
+            cy.make = [] { return (void *)EVP_MD_CTX_new(); };
+            cy.free = [](void *c) { EVP_MD_CTX_free((EVP_MD_CTX *)c); };
+            cy.run_hwaf = [&](void *c, Bytes *o) { return run(h.get(), c, o); };
+            MdCtxPtr dc(EVP_MD_CTX_new());
+            ASSERT_TRUE(run(d.get(), dc.get(), &cy.want));
+            run_matrix(label, cy);
+            continue;
+        }
+        CipherPtr h(EVP_CIPHER_fetch(lc->get(), name.c_str(), hwaf_query().c_str()));
+        CipherPtr d(EVP_CIPHER_fetch(lc->get(), name.c_str(), "provider=default"));
+        ASSERT_TRUE(h && d) << name << ": " << error_queue_text();
+        size_t keylen = (size_t)EVP_CIPHER_get_key_length(d.get());
+        Bytes key = random_bytes(keylen), iv = random_bytes(16);
+        for (int enc = 1; enc >= 0; enc--) {
+            /* Decryption of random data: no padding, whole blocks. */
+            Bytes small = random_bytes(enc ? 100 : 112);
+            auto run = [&](const EVP_CIPHER *ci, void *vc, Bytes *out) {
+                EVP_CIPHER_CTX *c = (EVP_CIPHER_CTX *)vc;
+                int l1 = 0, l2 = 0, l3 = 0;
+                out->clear();
+                Bytes o1(small.size() + 32);
+                if (!EVP_CipherInit_ex2(c, ci, key.data(), iv.data(), enc, nullptr))
+                    return false;
+                if (!enc)
+                    EVP_CIPHER_CTX_set_padding(c, 0);
+                if (!EVP_CipherUpdate(c, o1.data(), &l1, small.data(), (int)small.size())
+                    || !EVP_CipherUpdate(c, bigout.get(), &l2, big.get(), (int)kBig))
+                    return false;
+                out->assign(o1.data(), o1.data() + l1);
+                out->insert(out->end(), bigout.get(), bigout.get() + l2);
+                if (!EVP_CipherFinal_ex(c, o1.data(), &l3))
+                    return false;
+                out->insert(out->end(), o1.data(), o1.data() + l3);
+                return true;
+            };
+            Cycle cy;
+            cy.make = [] { return (void *)EVP_CIPHER_CTX_new(); };
+            cy.free = [](void *c) { EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)c); };
+            cy.run_hwaf = [&](void *c, Bytes *o) { return run(h.get(), c, o); };
+            CtxPtr dc(EVP_CIPHER_CTX_new());
+            ASSERT_TRUE(run(d.get(), dc.get(), &cy.want));
+            run_matrix(label + (enc ? " encrypt" : " decrypt"), cy);
+        }
+    }
+    EXPECT_GT(cases_, 0u);
+    std::string counts;
+    for (const auto &k : kinds_)
+        counts += "  " + std::to_string(k.second) + " x " + k.first + "\n";
+    EXPECT_EQ(defects_, 0u) << defects_ << " of " << cases_ << " cases went wrong:\n" << counts
+                            << "one example of each:\n" << report_;
+}
+
+std::vector<std::string> all_algs()
+{
+    std::vector<std::string> v;
+    for (const CipherAlg &a : kCiphers)
+        v.push_back(a.name);
+    for (const DigestAlg &a : kDigests)
+        v.push_back(a.name);
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Faults, ::testing::ValuesIn(all_algs()),
+                         [](const ::testing::TestParamInfo<std::string> &i) { return test_name(i.param.c_str()); });
+
+} // namespace
