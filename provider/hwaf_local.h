@@ -84,7 +84,7 @@ typedef struct hwaf_prov_st {
 
 
 /*
- * Parameters every context answers (hwaf_prov.c): hwaf-driver,
+ * Parameters every context answers (hwaf_impl.c): hwaf-driver,
  * hwaf-backend and hwaf-hw of its implementation.  A value that does not
  * fit the caller's parameter raises "failed to set parameter", as OpenSSL's
  * own implementations do.

@@ -304,48 +304,6 @@ static void prov_free(hwaf_prov *prov)
     OPENSSL_free(prov);
 }
 
-/* ---- parameters every context answers ---- */
-
-int hwaf_param_failed(const hwaf_prov *prov, const char *name)
-{
-    HWAF_RAISE(prov, HWAF_R_FAILED_TO_SET_PARAMETER,
-               "%s: wrong type or buffer too small", name);
-    return 0;
-}
-
-void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size)
-{
-    hwaf_prov *prov = provctx;
-    const hwaf_impl *impl = prov->slot[alg][slot];
-    void *ctx;
-
-    if (impl == NULL)
-        return NULL;
-    ctx = OPENSSL_zalloc(size);
-    if (ctx == NULL) {
-        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
-        return NULL;
-    }
-    *(const hwaf_impl **)ctx = impl;
-    return ctx;
-}
-
-int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[])
-{
-    OSSL_PARAM *p;
-
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
-        && !OSSL_PARAM_set_utf8_string(p, impl->drv.name))
-        return hwaf_param_failed(impl->prov, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
-        && !OSSL_PARAM_set_utf8_string(p, impl->be->name))
-        return hwaf_param_failed(impl->prov, p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
-        && !OSSL_PARAM_set_int(p, impl->hw))
-        return hwaf_param_failed(impl->prov, p->key);
-    return 1;
-}
-
 /* ---- provider dispatch ---- */
 
 static OSSL_FUNC_provider_teardown_fn prov_teardown;
