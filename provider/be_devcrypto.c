@@ -102,7 +102,7 @@ struct hwaf_be_md_st {
  */
 #define DC_POOL_MAX 8
 typedef struct dc_pool_st {
-    pthread_mutex_t lock;
+    hwaf_mutex lock;  /* fork-safe: see hwaf_backend.h */
     unsigned int gen;
     int n;
     hwaf_be_md *idle[DC_POOL_MAX];
@@ -714,7 +714,7 @@ static dc_pool *dc_pool_lock(const hwaf_impl *impl)
 {
     dc_pool *p = impl->be_data;
 
-    pthread_mutex_lock(&p->lock);
+    hwaf_mutex_lock(&p->lock);
     if (p->gen != hwaf_fork_generation) {
         while (p->n > 0)
             dc_md_free(p->idle[--p->n], 0);
@@ -738,7 +738,7 @@ static void dc_md_close(hwaf_be_md *s)
             p->idle[p->n++] = s;
             s = NULL;
         }
-        pthread_mutex_unlock(&p->lock);
+        hwaf_mutex_unlock(&p->lock);
         if (s == NULL)
             return;
     }
@@ -825,7 +825,7 @@ static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 
         if (p->n > 0)
             s = p->idle[--p->n];
-        pthread_mutex_unlock(&p->lock);
+        hwaf_mutex_unlock(&p->lock);
         if (s != NULL) {
             *out = s;
             return 1;
@@ -1123,7 +1123,7 @@ static int dc_impl_init(hwaf_impl *impl)
     p = calloc(1, sizeof(*p));
     if (p == NULL)
         return 0;
-    pthread_mutex_init(&p->lock, NULL);
+    hwaf_mutex_init(&p->lock);
     p->gen = hwaf_fork_generation;
     impl->be_data = p;
     return 1;
@@ -1141,7 +1141,7 @@ static void dc_impl_free(hwaf_impl *impl)
         /* In a child the sessions are the parent's: close the file only. */
         dc_md_free(s, p->gen == hwaf_fork_generation);
     }
-    pthread_mutex_destroy(&p->lock);
+    hwaf_mutex_destroy(&p->lock);
     free(p);
     impl->be_data = NULL;
 }

@@ -126,6 +126,25 @@ typedef struct hwaf_backend_st {
 /* Bumped in every child after fork() (hwaf_fork.c). */
 extern volatile unsigned int hwaf_fork_generation;
 
+/*
+ * A mutex that is safe across fork() (hwaf_fork.c): every one is taken in
+ * the parent just before fork() and released after it, and the child gets
+ * it fresh, so no child inherits a mutex held by a thread it does not have.
+ * Never call into fork() support (register or unregister a fork node, init
+ * or destroy another hwaf_mutex) while holding one.  A static one starts as
+ * HWAF_MUTEX_INIT and registers itself at its first lock.
+ */
+#include <pthread.h>
+typedef struct hwaf_mutex_st {
+    pthread_mutex_t m;
+    struct hwaf_mutex_st *prev, *next;  /* NULL until registered */
+} hwaf_mutex;
+#define HWAF_MUTEX_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, NULL }
+void hwaf_mutex_init(hwaf_mutex *m);
+void hwaf_mutex_destroy(hwaf_mutex *m);
+void hwaf_mutex_lock(hwaf_mutex *m);
+void hwaf_mutex_unlock(hwaf_mutex *m);
+
 extern const hwaf_backend hwaf_backend_afalg;
 extern const hwaf_backend hwaf_backend_devcrypto;
 
