@@ -7,6 +7,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <pthread.h>
 #include <linux/if_alg.h>
 #include <linux/netlink.h>
 #include <linux/cryptouser.h>
@@ -144,7 +147,87 @@ int afalg_send_all(int op, const void *in, size_t len, int more)
     return 0;
 }
 
-int afalg_read_all(int op, void *out, size_t len)
+/*
+ * Kernels before 6.5 hold the pages of an AF_ALG read() with a plain page
+ * reference (FOLL_GET), which fork() does not see.  When a thread forks
+ * while the kernel writes a result, and any thread of the parent writes to
+ * the same page meanwhile, the parent gets a copy of the page and the rest
+ * of the result lands in the child's.  (On 6.1, four threads working while
+ * the main thread forked got a few wrong results per 10,000 operations;
+ * none on 6.12, whose AF_ALG pins pages with FOLL_PIN, which fork() copies
+ * for the parent at once.)  On such kernels the result goes through a
+ * buffer of the reading thread's own, which fork() leaves out of the child
+ * (MADV_WIPEONFORK), and is copied out after read() returns.
+ */
+static int fork_unsafe_read = -1;
+static pthread_key_t bounce_key;
+static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+static __thread unsigned char *bounce;
+static __thread size_t bounce_len;
+
+struct bounce_st {
+    void *p;
+    size_t len;
+};
+
+static void bounce_free(void *v)
+{
+    struct bounce_st *b = v;
+
+    munmap(b->p, b->len);
+    free(b);
+}
+
+static void bounce_setup(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+
+    if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2)
+        fork_unsafe_read = major < 6 || (major == 6 && minor < 5);
+    else
+        fork_unsafe_read = 1;
+    if (pthread_key_create(&bounce_key, bounce_free) != 0)
+        fork_unsafe_read = 1;
+}
+
+int afalg_read_bounced(void)
+{
+    pthread_once(&bounce_once, bounce_setup);
+    return fork_unsafe_read;
+}
+
+/* This thread's buffer of at least len bytes, or NULL. */
+static unsigned char *bounce_get(size_t len)
+{
+    struct bounce_st *b;
+    void *p;
+
+    if (len <= bounce_len)
+        return bounce;
+    len = (len + 65535) & ~(size_t)65535;
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)madvise(p, len, MADV_WIPEONFORK);
+    b = pthread_getspecific(bounce_key);
+    if (b == NULL) {
+        if ((b = malloc(sizeof(*b))) == NULL) {
+            munmap(p, len);
+            return NULL;
+        }
+    } else {
+        munmap(b->p, b->len);
+    }
+    b->p = p;
+    b->len = len;
+    (void)pthread_setspecific(bounce_key, b);
+    bounce = p;
+    bounce_len = len;
+    return bounce;
+}
+
+static int read_all(int op, void *out, size_t len)
 {
     unsigned char *p = out;
 
@@ -164,7 +247,7 @@ int afalg_read_all(int op, void *out, size_t len)
     return 0;
 }
 
-int afalg_read_whole(int op, void *out, size_t len)
+static int read_whole(int op, void *out, size_t len)
 {
     ssize_t n;
 
@@ -174,6 +257,32 @@ int afalg_read_whole(int op, void *out, size_t len)
     if (n < 0)
         return hwaf_sys_error(errno);
     return (size_t)n == len ? 0 : -EIO;
+}
+
+/* Either read, through this thread's buffer where the kernel needs it. */
+static int read_safely(int op, void *out, size_t len, int whole)
+{
+    unsigned char *b;
+    int r;
+
+    if (!afalg_read_bounced())
+        return whole ? read_whole(op, out, len) : read_all(op, out, len);
+    if ((b = bounce_get(len)) == NULL)
+        return -ENOMEM;
+    r = whole ? read_whole(op, b, len) : read_all(op, b, len);
+    if (r == 0)
+        memcpy(out, b, len);
+    return r;
+}
+
+int afalg_read_all(int op, void *out, size_t len)
+{
+    return read_safely(op, out, len, 0);
+}
+
+int afalg_read_whole(int op, void *out, size_t len)
+{
+    return read_safely(op, out, len, 1);
 }
 
 int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,

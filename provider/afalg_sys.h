@@ -31,14 +31,19 @@ ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
                       const void *in, size_t len, int more);
 /* send() with MSG_MORE until all of in[] is accepted; 0 or -errno. */
 int afalg_send_all(int op, const void *in, size_t len, int more);
-/* read() until len bytes arrived; 0, -errno, or -EIO on a short read. */
+/* read() until len bytes arrived; 0, -errno, or -EIO on a short read.
+ * On kernels whose AF_ALG read() is not fork-safe, through a buffer of the
+ * thread's own (see afalg_sys.c). */
 int afalg_read_all(int op, void *out, size_t len);
 /*
  * One read() of all len bytes, for answers that cannot come in pieces: a
  * hash socket finishes its hash at the first read, and an XTS data unit read
  * in two pieces is two data units.  0, -errno, or -EIO on a short read.
+ * Through the same buffer as afalg_read_all() where the kernel needs it.
  */
 int afalg_read_whole(int op, void *out, size_t len);
+/* 1 when this kernel's AF_ALG read() needs that buffer (before 6.5). */
+int afalg_read_bounced(void);
 
 /*
  * Zero-copy input: move len bytes of page-aligned user memory into the
