@@ -46,7 +46,13 @@ struct hwaf_be_cipher_st {
 
 /* Whether splicing beats copying on this kernel: -1 not measured yet. */
 static int zc_pays = -1;
-static pthread_mutex_t zc_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Who measures it: 0 nobody yet, else the fork generation of the process
+ * whose thread measures, plus one.  No lock: a thread that cannot claim the
+ * measurement copies meanwhile, and a child that finds its parent's claim
+ * (the measuring thread is not in the child) claims it for itself.
+ */
+static unsigned int zc_claim;
 
 struct hwaf_be_md_st {
     const hwaf_impl *impl;
@@ -64,7 +70,7 @@ struct hwaf_be_md_st {
  */
 #define MD_POOL_MAX 8
 typedef struct md_pool_st {
-    pthread_mutex_t lock;
+    hwaf_mutex lock;  /* fork-safe: see hwaf_backend.h */
     unsigned int gen;
     int tfm;
     int n;
@@ -351,39 +357,92 @@ static double now_sec(void)
 /*
  * Does splicing pay on this kernel?  Kernels that copy spliced skcipher data
  * anyway (AF_ALG's zero-copy was removed upstream in 2026) make the splice
- * path strictly more work.  Measured once per process, on the first aligned
- * operation of at least zerocopy_min bytes: best of a few runs of each path
- * on a 256 KiB scratch buffer.
+ * path strictly more work.  Measured once per process, at the first aligned
+ * operation of at least zerocopy_min bytes of a CPU driver: best of a few
+ * runs of each path, on a session of its own (never the caller's: its
+ * socket may be mid-operation after a failure, and its driver may be an
+ * engine), over no more than the caller's own length.
  */
-static void zc_calibrate(hwaf_be_cipher *s)
+static void zc_calibrate(const hwaf_impl *impl, size_t len)
 {
-    unsigned char *buf = NULL, iv[HWAF_MAX_IV] = { 0 };
+    hwaf_be_cipher t;
+    unsigned char *buf = NULL, iv[HWAF_MAX_IV] = { 0 }, key[HWAF_MAX_KEY];
     double best[2] = { 1e9, 1e9 };
-    int i, path;
+    int i, path, pays = 0;
+    size_t sndbuf;
 
-    if (posix_memalign((void **)&buf, AFALG_PAGE, AFALG_CALIBRATE_LEN) != 0)
-        return;
-    memset(buf, 0x5a, AFALG_CALIBRATE_LEN);
+    memset(&t, 0, sizeof(t));
+    t.impl = impl;
+    t.op = -1;
+    t.pipe[0] = t.pipe[1] = -1;
+    for (i = 0; i < HWAF_MAX_KEY; i++)
+        key[i] = (unsigned char)(i * 37 + 1);   /* XTS halves differ */
+    t.tfm = afalg_bind("skcipher", impl->drv.name, NULL);
+    if (t.tfm < 0 || afalg_setkey(t.tfm, key, impl->alg->keylen) < 0
+        || (t.op = afalg_accept(t.tfm)) < 0)
+        goto done;
+    sndbuf = afalg_grow_buffers(t.op, AFALG_SNDBUF_WANT);
+    t.max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
+                                    : 3 * AFALG_PAGE;
+    if (!zc_setup(&t))
+        goto done;
+    if (len > AFALG_CALIBRATE_LEN)
+        len = AFALG_CALIBRATE_LEN;
+    if (len > t.round)
+        len = t.round;     /* one round: right for XTS too */
+    len &= ~(size_t)(AFALG_PAGE - 1);
+    if (len == 0 || posix_memalign((void **)&buf, AFALG_PAGE, len) != 0)
+        goto done;
+    memset(buf, 0x5a, len);
     for (i = 0; i < 4; i++) {
         for (path = 0; path < 2; path++) {
-            double t = now_sec();
-            int ok = path ? crypt_splice(s, 1, iv, buf, buf, AFALG_CALIBRATE_LEN)
-                          : crypt_copy(s, 1, iv, buf, buf, AFALG_CALIBRATE_LEN);
+            double tm = now_sec();
+            int ok = path ? crypt_splice(&t, 1, iv, buf, buf, len)
+                          : crypt_copy(&t, 1, iv, buf, buf, len);
 
-            t = now_sec() - t;
+            tm = now_sec() - tm;
             if (!ok)
                 goto done;
-            if (i > 0 && t < best[path])   /* the first round warms up */
-                best[path] = t;
+            if (i > 0 && tm < best[path])   /* the first round warms up */
+                best[path] = tm;
         }
     }
-    __atomic_store_n(&zc_pays, best[1] < best[0] * 0.95, __ATOMIC_RELEASE);
+    pays = best[1] < best[0] * 0.95;
  done:
-    if (zc_pays < 0)
-        __atomic_store_n(&zc_pays, 0, __ATOMIC_RELEASE);
-    HWAF_DEBUG("afalg: zero-copy calibration: copy %.0f us, splice %.0f us per 256 KiB: %s",
-               best[0] * 1e6, best[1] * 1e6, zc_pays ? "splice" : "copy");
+    HWAF_DEBUG("afalg: zero-copy calibration on %s, %zu bytes: copy %.0f us, "
+               "splice %.0f us: %s", impl->drv.name, len, best[0] * 1e6,
+               best[1] * 1e6, pays ? "splice" : "copy");
+    __atomic_store_n(&zc_pays, pays, __ATOMIC_RELEASE);
     free(buf);
+    OPENSSL_cleanse(key, sizeof(key));
+    if (t.pipe[0] >= 0)
+        close(t.pipe[0]);
+    if (t.pipe[1] >= 0)
+        close(t.pipe[1]);
+    if (t.op >= 0)
+        close(t.op);
+    if (t.tfm >= 0)
+        close(t.tfm);
+}
+
+/* zerocopy = auto: splice when the measurement says it pays. */
+static int zc_auto(const hwaf_impl *impl, size_t len)
+{
+    int pays = __atomic_load_n(&zc_pays, __ATOMIC_ACQUIRE);
+    unsigned int mine, cur;
+
+    if (pays >= 0)
+        return pays;
+    if (impl->hw != 0)
+        return 0;   /* no timing test on an engine: copy until a CPU driver measures */
+    mine = __atomic_load_n(&hwaf_fork_generation, __ATOMIC_SEQ_CST) + 1;
+    cur = __atomic_load_n(&zc_claim, __ATOMIC_ACQUIRE);
+    if (cur == mine
+        || !__atomic_compare_exchange_n(&zc_claim, &cur, mine, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return 0;   /* another thread of this process measures: copy meanwhile */
+    zc_calibrate(impl, len);
+    return __atomic_load_n(&zc_pays, __ATOMIC_ACQUIRE) == 1;
 }
 
 static int use_splice(hwaf_be_cipher *s, const unsigned char *in, size_t len)
@@ -394,23 +453,12 @@ static int use_splice(hwaf_be_cipher *s, const unsigned char *in, size_t len)
         || ((uintptr_t)in & (AFALG_PAGE - 1)) != 0
         || len < AFALG_PAGE)
         return 0;
+    if (impl->zerocopy < 0 && !zc_auto(impl, len))
+        return 0;
     if (!zc_setup(s))
         return 0;
     if (impl->alg->mode == HWAF_MODE_XTS && len > s->round)
         return 0;
-    if (impl->zerocopy < 0) {
-        int pays = __atomic_load_n(&zc_pays, __ATOMIC_ACQUIRE);
-
-        if (pays < 0 && s->max >= AFALG_CALIBRATE_LEN) {
-            /* Measured on the caller's own session, once per process. */
-            pthread_mutex_lock(&zc_lock);
-            if (zc_pays < 0)
-                zc_calibrate(s);
-            pays = zc_pays;
-            pthread_mutex_unlock(&zc_lock);
-        }
-        return pays == 1;
-    }
     return 1;
 }
 
@@ -443,7 +491,7 @@ static md_pool *pool_lock(const hwaf_impl *impl)
 {
     md_pool *p = pool_of(impl);
 
-    pthread_mutex_lock(&p->lock);
+    hwaf_mutex_lock(&p->lock);
     if (p->gen != hwaf_fork_generation) {
         /* The parent still uses these; drop only our descriptors. */
         while (p->n > 0)
@@ -468,7 +516,7 @@ static void afalg_md_close(hwaf_be_md *s)
             p->idle[p->n++] = s->op;
             s->op = -1;
         }
-        pthread_mutex_unlock(&p->lock);
+        hwaf_mutex_unlock(&p->lock);
         if (s->op >= 0)
             close(s->op);
     }
@@ -516,7 +564,7 @@ static int afalg_md_open(hwaf_be_md **out, const hwaf_impl *impl)
             }
         }
     }
-    pthread_mutex_unlock(&p->lock);
+    hwaf_mutex_unlock(&p->lock);
     if (s->op < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, err, call);
         afalg_md_close(s);
@@ -620,7 +668,7 @@ static int afalg_impl_init(hwaf_impl *impl)
     p = OPENSSL_zalloc(sizeof(*p));
     if (p == NULL)
         return 0;
-    pthread_mutex_init(&p->lock, NULL);
+    hwaf_mutex_init(&p->lock);
     p->gen = hwaf_fork_generation;
     p->tfm = -1;
     impl->be_data = p;
@@ -638,7 +686,7 @@ static void afalg_impl_free(hwaf_impl *impl)
         close(p->idle[--p->n]);
     if (p->tfm >= 0)
         close(p->tfm);
-    pthread_mutex_destroy(&p->lock);
+    hwaf_mutex_destroy(&p->lock);
     OPENSSL_free(p);
     impl->be_data = NULL;
 }
