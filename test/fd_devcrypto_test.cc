@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <fcntl.h>
@@ -165,6 +166,110 @@ TEST_F(DevcryptoFd, TenThousandLiveContextsUnderUlimit1024)
     EXPECT_EQ(mwrong, 0u) << "digest contexts with wrong bytes";
     ciphers.clear();
     digests.clear();
+}
+
+/* Descriptors of /dev/crypto this process holds. */
+int devcrypto_fds()
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == nullptr)
+        return -1;
+    while (struct dirent *e = readdir(d)) {
+        char path[300], target[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t l = readlink(path, target, sizeof(target) - 1);
+        if (l > 0) {
+            target[l] = '\0';
+            n += strcmp(target, "/dev/crypto") == 0;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/*
+ * One open file per process, also across fork(): the parent's many
+ * contexts share one descriptor; a child keeps the inherited one for the
+ * running hash it continues (its snapshot lives in that file) and opens
+ * one of its own for everything new, and its results are right.
+ */
+TEST_F(DevcryptoFd, OneFilePerProcessAcrossFork)
+{
+    CipherPtr hc, dc;
+    MdPtr hm, dm;
+    need_cipher("AES-256-CTR", &hc, &dc);
+    need_md("SHA2-512", &hm, &dm);
+    if (!hc || !hm)
+        return;
+    const int base = devcrypto_fds();
+    std::vector<CtxPtr> cs;
+    Bytes key = random_bytes(32), iv = random_bytes(16), msg = random_bytes(1000), want;
+    for (int i = 0; i < 50; i++) {
+        cs.emplace_back(EVP_CIPHER_CTX_new());
+        ASSERT_TRUE(EVP_EncryptInit_ex2(cs.back().get(), hc.get(), key.data(), iv.data(), nullptr));
+    }
+    MdCtxPtr m(EVP_MD_CTX_new());
+    ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), hm.get(), nullptr));
+    ASSERT_TRUE(EVP_DigestUpdate(m.get(), msg.data(), msg.size()));  /* held back */
+    ASSERT_TRUE(EVP_DigestUpdate(m.get(), msg.data(), 20000));       /* sent: running */
+    EXPECT_EQ(devcrypto_fds(), base + 1) << "50 cipher contexts and a digest: one descriptor";
+    Bytes all(msg);
+    all.insert(all.end(), msg.begin(), msg.begin() + 20000);
+    ASSERT_TRUE(digest_oneshot(dm.get(), all, &want));
+    Bytes ct_want;
+    ASSERT_TRUE(cipher_oneshot(dc.get(), 1, key, iv, msg, &ct_want, 0));
+
+    fflush(nullptr);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int bad = 0;
+        unsigned char md[64], ct[1000];
+        unsigned int l = 0;
+        int ol = 0;
+        alarm(60);
+        /* The running hash continues in the inherited file. */
+        if (!EVP_DigestFinal_ex(m.get(), md, &l) || Bytes(md, md + l) != want)
+            bad |= 1;
+        if (devcrypto_fds() != base + 1)
+            bad |= 2;
+        /* A cipher context reopens in a file of the child's own. */
+        if (!EVP_EncryptUpdate(cs[7].get(), ct, &ol, msg.data(), (int)msg.size())
+            || Bytes(ct, ct + ol) != ct_want)
+            bad |= 4;
+        if (devcrypto_fds() != base + 2)
+            bad |= 8;
+        /* Many new contexts: still that one file. */
+        for (int i = 0; i < 20; i++) {
+            CtxPtr c(EVP_CIPHER_CTX_new());
+            if (!EVP_EncryptInit_ex2(c.get(), hc.get(), key.data(), iv.data(), nullptr)
+                || !EVP_EncryptUpdate(c.get(), ct, &ol, msg.data(), (int)msg.size())
+                || Bytes(ct, ct + ol) != ct_want)
+                bad |= 16;
+        }
+        if (devcrypto_fds() != base + 2)
+            bad |= 32;
+        _exit(bad);  /* without freeing anything */
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child died";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "child: 1 wrong digest, 2/8/32 wrong number of "
+                                         "/dev/crypto descriptors, 4/16 wrong ciphertext";
+    /* The parent is untouched: its contexts and its running hash go on. */
+    unsigned char md[64], ct[1000];
+    unsigned int l = 0;
+    int ol = 0;
+    ASSERT_TRUE(EVP_DigestFinal_ex(m.get(), md, &l)) << error_queue_text();
+    EXPECT_EQ(tohex(Bytes(md, md + l)), tohex(want));
+    for (auto &c : cs) {
+        ASSERT_TRUE(EVP_EncryptUpdate(c.get(), ct, &ol, msg.data(), (int)msg.size()));
+        EXPECT_EQ(tohex(Bytes(ct, ct + ol)), tohex(ct_want));
+    }
+    EXPECT_EQ(devcrypto_fds(), base + 1);
+    /* (Freed contexts' digest sessions stay pooled, and the file open,
+     * until the provider unloads; the fd-leak listener checks that.) */
 }
 
 /* A buffer of n bytes that ends exactly at the end of its last page, which
