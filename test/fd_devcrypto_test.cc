@@ -204,7 +204,8 @@ TEST_F(DevcryptoFd, OneFilePerProcessAcrossFork)
         return;
     const int base = devcrypto_fds();
     std::vector<CtxPtr> cs;
-    Bytes key = random_bytes(32), iv = random_bytes(16), msg = random_bytes(1000), want;
+    Bytes key = random_bytes(32), iv = random_bytes(16), msg = random_bytes(1000), big = random_bytes(20000),
+          want;
     for (int i = 0; i < 50; i++) {
         cs.emplace_back(EVP_CIPHER_CTX_new());
         ASSERT_TRUE(EVP_EncryptInit_ex2(cs.back().get(), hc.get(), key.data(), iv.data(), nullptr));
@@ -212,10 +213,10 @@ TEST_F(DevcryptoFd, OneFilePerProcessAcrossFork)
     MdCtxPtr m(EVP_MD_CTX_new());
     ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), hm.get(), nullptr));
     ASSERT_TRUE(EVP_DigestUpdate(m.get(), msg.data(), msg.size()));  /* held back */
-    ASSERT_TRUE(EVP_DigestUpdate(m.get(), msg.data(), 20000));       /* sent: running */
+    ASSERT_TRUE(EVP_DigestUpdate(m.get(), big.data(), big.size()));  /* sent: running */
     EXPECT_EQ(devcrypto_fds(), base + 1) << "50 cipher contexts and a digest: one descriptor";
     Bytes all(msg);
-    all.insert(all.end(), msg.begin(), msg.begin() + 20000);
+    all.insert(all.end(), big.begin(), big.end());
     ASSERT_TRUE(digest_oneshot(dm.get(), all, &want));
     Bytes ct_want;
     ASSERT_TRUE(cipher_oneshot(dc.get(), 1, key, iv, msg, &ct_want, 0));
