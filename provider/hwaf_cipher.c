@@ -36,6 +36,7 @@ typedef struct hwaf_cipher_ctx_st {
     int enc;
     int pad;
     int finalised;                  /* final done; refuse updates until init */
+    int failed;                     /* a kernel operation failed: refuse until init */
     unsigned char buf[BLK];         /* CBC: pending input; CTR: keystream */
     size_t bufsz;                   /* CBC: bytes in buf */
     unsigned int num;               /* CTR: keystream bytes of buf used */
@@ -113,6 +114,22 @@ static hwaf_be_cipher *be_get(hwaf_cipher_ctx *ctx)
     return ctx->be;
 }
 
+/*
+ * One backend operation.  After a failure the session may hold half an
+ * operation (data queued in its socket or pipe) and the running IV no
+ * longer matches what the caller got: refuse the context until the next
+ * init, which starts again on a fresh session.
+ */
+static int be_crypt(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, int enc,
+                    const unsigned char *iv, const unsigned char *in,
+                    unsigned char *out, size_t len)
+{
+    if (ctx->impl->be->cipher_crypt(be, enc, iv, in, out, len))
+        return 1;
+    ctx->failed = 1;
+    return 0;
+}
+
 /* ---- the modes ---- */
 
 static void ctr_add(unsigned char ctr[BLK], size_t blocks)
@@ -142,7 +159,7 @@ static int cbc_blocks(hwaf_cipher_ctx *ctx, unsigned char *out,
         n = len < max ? len : max;
         if (!ctx->enc)  /* before an in-place decrypt overwrites it */
             memcpy(next, in + n - BLK, BLK);
-        if (!ctx->impl->be->cipher_crypt(be, ctx->enc, ctx->iv, in, out, n))
+        if (!be_crypt(ctx, be, ctx->enc, ctx->iv, in, out, n))
             return 0;
         memcpy(ctx->iv, ctx->enc ? out + n - BLK : next, BLK);
         in += n;
@@ -181,7 +198,7 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
          */
         memcpy(blk, in, len);
         memset(blk + len, 0, BLK - tail);
-        if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, blk, blk, full + BLK))
+        if (!be_crypt(ctx, be, 1, ctx->iv, blk, blk, full + BLK))
             return 0;
         /* The keystream from our copy, before out (maybe in) is written. */
         for (i = 0; i < BLK; i++)
@@ -194,7 +211,7 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     }
     while (full > 0) {
         n = full < max ? full : max;
-        if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, in, out, n))
+        if (!be_crypt(ctx, be, 1, ctx->iv, in, out, n))
             return 0;
         ctr_add(ctx->iv, n / BLK);
         in += n;
@@ -204,7 +221,7 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     if (tail != 0) {
         memcpy(blk, in, tail);
         memset(blk + tail, 0, BLK - tail);
-        if (!ctx->impl->be->cipher_crypt(be, 1, ctx->iv, blk, blk, BLK))
+        if (!be_crypt(ctx, be, 1, ctx->iv, blk, blk, BLK))
             return 0;
         for (i = 0; i < BLK; i++)
             ctx->buf[i] = blk[i] ^ (i < tail ? in[i] : 0);
@@ -282,7 +299,7 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
             memcpy(piv, ctx->iv, BLK);
         else if (!b->cipher_crypt(ctx->ecb, 0, NULL, t, piv, BLK))
             goto end;
-        if (!b->cipher_crypt(be, ctx->enc, piv, in + off, out + off, n))
+        if (!be_crypt(ctx, be, ctx->enc, piv, in + off, out + off, n))
             goto end;
         xts_mul_alpha(t, n / BLK);
         off += n;
@@ -324,7 +341,7 @@ static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
     max = ctx->impl->be->cipher_max(be);
     if (len > max)
         return xts_split(ctx, be, max, out, in, len);
-    return ctx->impl->be->cipher_crypt(be, ctx->enc, ctx->iv, in, out, len);
+    return be_crypt(ctx, be, ctx->enc, ctx->iv, in, out, len);
 }
 
 /* ---- EVP dispatch ---- */
@@ -400,6 +417,12 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
     ctx->bufsz = 0;
     ctx->num = 0;
     ctx->finalised = 0;
+    if (ctx->failed) {
+        /* Whatever the failed operation left behind goes with its session;
+         * the next operation opens a fresh one from the kept key. */
+        be_drop(ctx, ctx->gen != hwaf_fork_generation);
+        ctx->failed = 0;
+    }
 
     if (iv != NULL) {
         if (ivlen != alg->ivlen) {
@@ -457,6 +480,17 @@ static int cipher_dinit(void *vctx, const unsigned char *key, size_t keylen,
     return cipher_init(vctx, key, keylen, iv, ivlen, params, 0);
 }
 
+/* Not after a failed kernel operation: see be_crypt(). */
+static int cipher_usable(hwaf_cipher_ctx *ctx)
+{
+    if (ctx->failed) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED,
+                   "a kernel operation failed; initialise the context again");
+        return 0;
+    }
+    return 1;
+}
+
 /* Common entry checks of update and final. */
 static int cipher_ready(hwaf_cipher_ctx *ctx)
 {
@@ -469,7 +503,7 @@ static int cipher_ready(hwaf_cipher_ctx *ctx)
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
         return 0;
     }
-    return 1;
+    return cipher_usable(ctx);
 }
 
 /* Take up to a block's worth of input into buf; return whole blocks left. */
@@ -711,6 +745,8 @@ static int cipher_cipher(void *vctx, unsigned char *out, size_t *outl,
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
         return 0;
     }
+    if (!cipher_usable(ctx))
+        return 0;
     if (outsize < inl) {
         HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, NULL);
         return 0;
