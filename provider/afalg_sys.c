@@ -129,6 +129,73 @@ ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
     return n < 0 ? hwaf_sys_error(errno) : n;
 }
 
+ssize_t afalg_send_aead(int op, int enc, const unsigned char *iv, size_t ivlen,
+                        size_t assoclen, const struct iovec *iov, int iovcnt)
+{
+    union {
+        char buf[2 * CMSG_SPACE(sizeof(__u32)) + CMSG_SPACE(sizeof(struct af_alg_iv) + 16)];
+        struct cmsghdr align;
+    } cbuf;
+    struct msghdr msg;
+    struct cmsghdr *c;
+    struct af_alg_iv *aiv;
+    ssize_t n;
+
+    if (ivlen > 16)
+        return -EINVAL;
+    memset(&cbuf, 0, sizeof(cbuf));
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = (struct iovec *)iov;
+    msg.msg_iovlen = (size_t)iovcnt;
+    msg.msg_control = cbuf.buf;
+    msg.msg_controllen = 2 * CMSG_SPACE(sizeof(__u32))
+                         + CMSG_SPACE(sizeof(struct af_alg_iv) + ivlen);
+
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_ALG;
+    c->cmsg_type = ALG_SET_OP;
+    c->cmsg_len = CMSG_LEN(sizeof(__u32));
+    *(__u32 *)CMSG_DATA(c) = enc ? ALG_OP_ENCRYPT : ALG_OP_DECRYPT;
+    c = CMSG_NXTHDR(&msg, c);
+    c->cmsg_level = SOL_ALG;
+    c->cmsg_type = ALG_SET_IV;
+    c->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + ivlen);
+    aiv = (struct af_alg_iv *)CMSG_DATA(c);
+    aiv->ivlen = (__u32)ivlen;
+    memcpy(aiv->iv, iv, ivlen);
+    c = CMSG_NXTHDR(&msg, c);
+    c->cmsg_level = SOL_ALG;
+    c->cmsg_type = ALG_SET_AEAD_ASSOCLEN;
+    c->cmsg_len = CMSG_LEN(sizeof(__u32));
+    *(__u32 *)CMSG_DATA(c) = (__u32)assoclen;
+    n = sendmsg(op, &msg, 0);
+    return n < 0 ? -errno : n;
+}
+
+int afalg_set_authsize(int tfm, size_t authsize)
+{
+    if (setsockopt(tfm, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, (socklen_t)authsize) != 0)
+        return -errno;
+    return 0;
+}
+
+int afalg_readv_all(int op, struct iovec *iov, int iovcnt)
+{
+    size_t want = 0;
+    ssize_t n;
+    int i;
+
+    for (i = 0; i < iovcnt; i++)
+        want += iov[i].iov_len;
+    /* One read per request: a second would wait for a request never sent. */
+    do
+        n = readv(op, iov, iovcnt);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    return (size_t)n == want ? 0 : -EIO;
+}
+
 int afalg_send_all(int op, const void *in, size_t len, int more)
 {
     const unsigned char *p = in;

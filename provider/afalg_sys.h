@@ -29,6 +29,20 @@ size_t afalg_grow_buffers(int fd, size_t want);
  */
 ssize_t afalg_send_op(int op, int enc, const unsigned char *iv, size_t ivlen,
                       const void *in, size_t len, int more);
+/*
+ * An AEAD operation: one sendmsg() carrying the operation, the IV, the
+ * length of the associated data and the data gathered from iov[] (AAD first).
+ * Returns bytes accepted or -errno.
+ */
+struct iovec;
+ssize_t afalg_send_aead(int op, int enc, const unsigned char *iv, size_t ivlen,
+                        size_t assoclen, const struct iovec *iov, int iovcnt);
+/* ALG_SET_AEAD_AUTHSIZE on a transform socket: 0 or -errno. */
+int afalg_set_authsize(int tfm, size_t authsize);
+/* One readv() that must fill every iov[]: 0, -errno (-EBADMSG: the AEAD
+ * tag did not match), or -EIO on a short read. */
+int afalg_readv_all(int op, struct iovec *iov, int iovcnt);
+
 /* send() with MSG_MORE until all of in[] is accepted; 0 or -errno. */
 int afalg_send_all(int op, const void *in, size_t len, int more);
 /* read() until len bytes arrived; 0, -errno, or -EIO on a short read.

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <openssl/crypto.h>
 #include "hwaf_backend.h"
 #include "hwaf_err.h"
@@ -59,6 +60,16 @@ struct hwaf_be_md_st {
     int op;
     int spare;   /* fork snapshot, -1 when none */
     int more;    /* data sent since the last read */
+    int keyed;   /* an HMAC: its own keyed transform, never pooled */
+};
+
+/* AEAD: one transform socket per key, one operation socket; one request per
+ * message, AAD, data and tag together. */
+struct hwaf_be_aead_st {
+    const hwaf_impl *impl;
+    int tfm;
+    int op;
+    size_t max;
 };
 
 /*
@@ -79,7 +90,27 @@ typedef struct md_pool_st {
 
 static const char *alg_type(const hwaf_alg *alg)
 {
-    return alg->kind == HWAF_KIND_CIPHER ? "skcipher" : "hash";
+    switch (alg->kind) {
+    case HWAF_KIND_CIPHER:
+        return "skcipher";
+    case HWAF_KIND_AEAD:
+        return "aead";
+    default:
+        return "hash";
+    }
+}
+
+/* The /proc/crypto types a driver of this kind is listed with. */
+static const char *reg_types(const hwaf_alg *alg)
+{
+    switch (alg->kind) {
+    case HWAF_KIND_CIPHER:
+        return "skcipher";
+    case HWAF_KIND_AEAD:
+        return "aead";
+    default:
+        return "shash ahash";
+    }
 }
 
 static int afalg_available(char *why, size_t whylen)
@@ -124,9 +155,7 @@ static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
     }
     close(fd);
 
-    n = afalg_proc_crypto(alg->kname,
-                          alg->kind == HWAF_KIND_CIPHER ? "skcipher" : "shash ahash",
-                          reg, AFALG_MAX_REG);
+    n = afalg_proc_crypto(alg->kname, reg_types(alg), reg, AFALG_MAX_REG);
     if (n <= 0) {
         /* No registry to read: offer the generic name, driver unknown. */
         HWAF_DEBUG("afalg: /proc/crypto lists no %s; binding by name", alg->kname);
@@ -509,6 +538,10 @@ static void afalg_md_close(hwaf_be_md *s)
         return;
     if (s->spare >= 0)
         close(s->spare);
+    if (s->op >= 0 && s->keyed) {
+        close(s->op);
+        s->op = -1;
+    }
     if (s->op >= 0) {
         /* A clean operation socket (no data since the last read) is reused. */
         p = pool_lock(s->impl);
@@ -632,6 +665,7 @@ static int afalg_md_dup(hwaf_be_md **out, hwaf_be_md *s)
         goto err;
     }
     d->more = s->more;
+    d->keyed = s->keyed;
     *out = d;
     return 1;
  err:
@@ -657,6 +691,179 @@ static void afalg_md_fork_child(hwaf_be_md *s)
     close(s->op);
     s->op = s->spare;
     s->spare = -1;
+}
+
+/*
+ * HMAC: a transform socket keyed once, one operation socket accepted from it.
+ * The operation socket holds the transform in the kernel, so ours is closed
+ * at once.
+ */
+static int afalg_mac_open(hwaf_be_md **out, const hwaf_impl *impl,
+                          const unsigned char *key, size_t keylen)
+{
+    hwaf_be_md *s = md_alloc(impl);
+    const char *call = "bind";
+    int tfm, r;
+
+    *out = NULL;
+    if (s == NULL)
+        return 0;
+    s->keyed = 1;
+    tfm = afalg_bind("hash", impl->drv.name, &call);
+    if (tfm < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -tfm, call);
+        goto err;
+    }
+    r = afalg_setkey(tfm, key, keylen);
+    if (r < 0) {
+        close(tfm);
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "setsockopt(ALG_SET_KEY)");
+        goto err;
+    }
+    s->op = afalg_accept(tfm);
+    close(tfm);
+    if (s->op < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
+        goto err;
+    }
+    *out = s;
+    return 1;
+ err:
+    afalg_md_close(s);
+    return 0;
+}
+
+/* ---- AEAD ---- */
+
+static void afalg_aead_close(hwaf_be_aead *s)
+{
+    if (s == NULL)
+        return;
+    if (s->op >= 0)
+        close(s->op);
+    if (s->tfm >= 0)
+        close(s->tfm);
+    OPENSSL_free(s);
+}
+
+static int afalg_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
+                           const unsigned char *key, size_t keylen)
+{
+    hwaf_be_aead *s = OPENSSL_zalloc(sizeof(*s));
+    const char *call = "bind";
+    size_t sndbuf;
+    int r;
+
+    *out = NULL;
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg aead");
+        return 0;
+    }
+    s->impl = impl;
+    s->op = -1;
+    s->tfm = afalg_bind("aead", impl->drv.name, &call);
+    if (s->tfm < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, call);
+        goto err;
+    }
+    r = afalg_setkey(s->tfm, key, keylen);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "setsockopt(ALG_SET_KEY)");
+        goto err;
+    }
+    r = afalg_set_authsize(s->tfm, HWAF_GCM_TAG);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "setsockopt(ALG_SET_AEAD_AUTHSIZE)");
+        goto err;
+    }
+    s->op = afalg_accept(s->tfm);
+    if (s->op < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
+        goto err;
+    }
+    /* The whole request must fit both socket buffers; a page of slack. */
+    sndbuf = afalg_grow_buffers(s->op, AFALG_SNDBUF_WANT);
+    s->max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
+                                     : 3 * AFALG_PAGE;
+    *out = s;
+    return 1;
+ err:
+    afalg_aead_close(s);
+    return 0;
+}
+
+static size_t afalg_aead_max(hwaf_be_aead *s)
+{
+    return s->max - HWAF_GCM_TAG;
+}
+
+/*
+ * The kernel reads AAD || data (|| tag when decrypting) and writes AAD ||
+ * data (|| tag when encrypting): the AAD comes back into a scratch buffer,
+ * the data straight into out[], the tag into tag[].
+ */
+static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
+                            const unsigned char *aad, size_t aadlen,
+                            const unsigned char *in, unsigned char *out, size_t len,
+                            unsigned char *tag)
+{
+    const hwaf_impl *impl = s->impl;
+    unsigned char small[64], *scratch = small;
+    struct iovec tx[3], rx[3];
+    size_t total = aadlen + len + (enc ? 0 : HWAF_GCM_TAG);
+    ssize_t sent;
+    int r, ok = 0;
+
+    if (aadlen + len > afalg_aead_max(s)) {
+        HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                   "%zu bytes of AAD and data, at most %zu", aadlen + len,
+                   afalg_aead_max(s));
+        return 0;
+    }
+    if (aadlen > sizeof(small) && (scratch = OPENSSL_malloc(aadlen)) == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg aead");
+        return 0;
+    }
+    tx[0].iov_base = (void *)aad;
+    tx[0].iov_len = aadlen;
+    tx[1].iov_base = (void *)in;
+    tx[1].iov_len = len;
+    tx[2].iov_base = tag;
+    tx[2].iov_len = enc ? 0 : HWAF_GCM_TAG;
+    rx[0].iov_base = scratch;
+    rx[0].iov_len = aadlen;
+    rx[1].iov_base = out;
+    rx[1].iov_len = len;
+    rx[2].iov_base = tag;
+    rx[2].iov_len = enc ? HWAF_GCM_TAG : 0;
+    sent = afalg_send_aead(s->op, enc, iv, HWAF_GCM_IV, aadlen, tx, 3);
+    if (sent < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, (int)-sent, "sendmsg");
+        goto done;
+    }
+    if ((size_t)sent != total) {
+        HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
+                   "sendmsg took %zd of %zu bytes", sent, total);
+        goto done;
+    }
+    r = afalg_readv_all(s->op, rx, 3);
+    if (r == -EBADMSG && !enc) {
+        ok = -1;
+    } else if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, r == -EIO ? HWAF_R_KERNEL_SHORT_OUTPUT
+                                             : HWAF_R_KERNEL_OPERATION_FAILED,
+                       -r, "read");
+        goto done;
+    } else {
+        ok = 1;
+    }
+    hwaf_stats_add(HWAF_BE_AFALG, aadlen + len);
+ done:
+    if (scratch != small)
+        OPENSSL_free(scratch);
+    return ok;
 }
 
 static int afalg_impl_init(hwaf_impl *impl)
@@ -711,4 +918,10 @@ const hwaf_backend hwaf_backend_afalg = {
     afalg_md_fork_child,
     afalg_impl_init,
     afalg_impl_free,
+    afalg_aead_open,
+    afalg_aead_crypt,
+    afalg_aead_max,
+    afalg_aead_close,
+    afalg_aead_close,     /* abandon: as for ciphers */
+    afalg_mac_open,
 };

@@ -1166,4 +1166,6 @@ const hwaf_backend hwaf_backend_devcrypto = {
     dc_md_fork_child,
     dc_impl_init,
     dc_impl_free,
+    NULL, NULL, NULL, NULL, NULL,  /* no AEAD sessions yet */
+    NULL,                          /* no HMAC sessions yet */
 };

@@ -20,8 +20,12 @@
 #define HWAF_MAX_MD 64
 #define HWAF_MAX_MD_BLOCK 128
 
-typedef enum { HWAF_KIND_CIPHER, HWAF_KIND_DIGEST } hwaf_kind;
-typedef enum { HWAF_MODE_NONE, HWAF_MODE_CBC, HWAF_MODE_CTR, HWAF_MODE_XTS } hwaf_mode;
+typedef enum { HWAF_KIND_CIPHER, HWAF_KIND_DIGEST, HWAF_KIND_AEAD, HWAF_KIND_MAC } hwaf_kind;
+typedef enum { HWAF_MODE_NONE, HWAF_MODE_CBC, HWAF_MODE_CTR, HWAF_MODE_XTS,
+               HWAF_MODE_GCM } hwaf_mode;
+
+#define HWAF_GCM_IV 12    /* the only IV length the kernel's gcm(aes) takes */
+#define HWAF_GCM_TAG 16   /* tag length every AEAD session is opened with */
 
 /* One algorithm variant hwaf knows (static table in hwaf_algs.c). */
 typedef struct hwaf_alg_st {
@@ -29,7 +33,8 @@ typedef struct hwaf_alg_st {
     const char *kname;    /* kernel algorithm name: "cbc(aes)", "sha256", ... */
     hwaf_kind kind;
     hwaf_mode mode;
-    unsigned int keylen;  /* cipher key bytes (XTS: both halves) */
+    unsigned int keylen;  /* cipher key bytes (XTS: both halves; HMAC: the
+                           * known answer's key) */
     unsigned int ivlen;   /* cipher IV bytes */
     unsigned int blocklen;/* cipher block / digest input block bytes */
     unsigned int mdlen;   /* digest output bytes */
@@ -61,6 +66,7 @@ typedef struct hwaf_impl_st {
 
 typedef struct hwaf_be_cipher_st hwaf_be_cipher; /* opaque, backend-owned */
 typedef struct hwaf_be_md_st hwaf_be_md;         /* opaque, backend-owned */
+typedef struct hwaf_be_aead_st hwaf_be_aead;     /* opaque, backend-owned */
 
 /*
  * All functions return 1 on success and 0 on failure.  On failure they have
@@ -121,6 +127,36 @@ typedef struct hwaf_backend_st {
      * implementation when the provider loads and unloads. */
     int (*impl_init)(hwaf_impl *impl);
     void (*impl_free)(hwaf_impl *impl);
+
+    /*
+     * AEAD (optional: NULL when the backend has none): a session bound to
+     * impl->drv.name with a key and a HWAF_GCM_TAG-byte tag.
+     */
+    int (*aead_open)(hwaf_be_aead **s, const hwaf_impl *impl,
+                     const unsigned char *key, size_t keylen);
+    /*
+     * One whole AEAD operation with a HWAF_GCM_IV-byte IV.  Encrypt: out =
+     * ciphertext of in, tag[] written.  Decrypt: tag[] read, out = plaintext
+     * when it matches; when it does not, returns -1 with nothing raised and
+     * out[] undefined.  len or aadlen may be 0; in == out is allowed.
+     */
+    int (*aead_crypt)(hwaf_be_aead *s, int enc, const unsigned char *iv,
+                      const unsigned char *aad, size_t aadlen,
+                      const unsigned char *in, unsigned char *out, size_t len,
+                      unsigned char *tag);
+    /* Largest aadlen + len one aead_crypt() takes. */
+    size_t (*aead_max)(hwaf_be_aead *s);
+    void (*aead_close)(hwaf_be_aead *s);
+    void (*aead_abandon)(hwaf_be_aead *s);
+
+    /*
+     * Keyed hash (optional): like md_open, with a key of any length (the
+     * kernel's hmac() hashes long keys itself).  md_update, md_final (back
+     * to the keyed initial state), md_reset, md_dup, md_close and the fork
+     * calls then work on it as on a hash.
+     */
+    int (*mac_open)(hwaf_be_md **s, const hwaf_impl *impl,
+                    const unsigned char *key, size_t keylen);
 } hwaf_backend;
 
 /* Bumped in every child after fork() (hwaf_fork.c). */

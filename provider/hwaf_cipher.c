@@ -1032,6 +1032,8 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
     ONLY_CIPHER_##kind(id, names, kname, kind, mode, kl, ivl, bl, mdl)
 #define ONLY_CIPHER_CIPHER CIPHER_ALG
 #define ONLY_CIPHER_DIGEST(...)
+#define ONLY_CIPHER_AEAD(...)
+#define ONLY_CIPHER_MAC(...)
 
 HWAF_ALGORITHMS(ONLY_CIPHER)
 
@@ -1040,6 +1042,8 @@ HWAF_ALGORITHMS(ONLY_CIPHER)
 #define CIPHER_TABLE_ROW_CIPHER(id) \
     [HWAF_ALG_##id] = { fns_##id##_0, fns_##id##_1, fns_##id##_2, fns_##id##_3 },
 #define CIPHER_TABLE_ROW_DIGEST(id)
+#define CIPHER_TABLE_ROW_AEAD(id)
+#define CIPHER_TABLE_ROW_MAC(id)
 
 static const OSSL_DISPATCH *const cipher_tables[HWAF_NALGS][HWAF_NSLOTS] = {
     HWAF_ALGORITHMS(CIPHER_TABLE_ROW)

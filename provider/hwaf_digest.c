@@ -324,6 +324,8 @@ static const OSSL_PARAM *sha1_settable_ctx_params(void *dctx, void *provctx)
     ONLY_DIGEST_##kind(id, names, kname, kind, mode, kl, ivl, bl, mdl)
 #define ONLY_DIGEST_DIGEST DIGEST_ALG
 #define ONLY_DIGEST_CIPHER(...)
+#define ONLY_DIGEST_AEAD(...)
+#define ONLY_DIGEST_MAC(...)
 
 HWAF_ALGORITHMS(ONLY_DIGEST)
 
@@ -332,6 +334,8 @@ HWAF_ALGORITHMS(ONLY_DIGEST)
 #define DIGEST_TABLE_ROW_DIGEST(id) \
     [HWAF_ALG_##id] = { dfns_##id##_0, dfns_##id##_1, dfns_##id##_2, dfns_##id##_3 },
 #define DIGEST_TABLE_ROW_CIPHER(id)
+#define DIGEST_TABLE_ROW_AEAD(id)
+#define DIGEST_TABLE_ROW_MAC(id)
 
 static const OSSL_DISPATCH *const digest_tables[HWAF_NALGS][HWAF_NSLOTS] = {
     HWAF_ALGORITHMS(DIGEST_TABLE_ROW)

@@ -27,6 +27,12 @@ const OSSL_ITEM hwaf_reason_strings[] = {
     { HWAF_R_NOT_INITIALISED, "operation not initialised" },
     { HWAF_R_NOT_SUPPORTED, "not supported" },
     { HWAF_R_FAILED_TO_SET_PARAMETER, "failed to set parameter" },
+    { HWAF_R_TAG_MISMATCH, "authentication tag mismatch" },
+    { HWAF_R_INVALID_TAG, "invalid tag" },
+    { HWAF_R_AEAD_MESSAGE_TOO_LARGE, "aead message larger than one kernel request" },
+    { HWAF_R_AAD_AFTER_DATA, "aad given after data" },
+    { HWAF_R_NO_DIGEST_SET, "no digest set" },
+    { HWAF_R_DIGEST_NOT_OFFERED, "digest not offered by hwaf for this mac" },
     { 0, NULL }
 };
 

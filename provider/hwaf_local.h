@@ -15,6 +15,10 @@
  *   X(id, OpenSSL names, kernel name, kind, mode, key bytes, IV bytes,
  *     block bytes, digest bytes)
  * Names and aliases are spelled as OpenSSL's default provider spells them.
+ * GCM: digest bytes = tag bytes.  HMAC: one EVP_MAC "HMAC" whose digest is
+ * chosen by parameter; each line is the HMAC of the digest with the same
+ * place among the digests (HWAF_ALG_HMAC_x - HWAF_ALG_HMAC_SHA1 ==
+ * HWAF_ALG_x - HWAF_ALG_SHA1), key bytes = the known answer's key length.
  */
 #define HWAF_ALGORITHMS(X)                                                                 \
     X(AES_128_CBC, "AES-128-CBC:AES128:2.16.840.1.101.3.4.1.2", "cbc(aes)", CIPHER, CBC, 16, 16, 16, 0) \
@@ -29,7 +33,15 @@
     X(SHA2_224, "SHA2-224:SHA-224:SHA224:2.16.840.1.101.3.4.2.4", "sha224", DIGEST, NONE, 0, 0, 64, 28) \
     X(SHA2_256, "SHA2-256:SHA-256:SHA256:2.16.840.1.101.3.4.2.1", "sha256", DIGEST, NONE, 0, 0, 64, 32) \
     X(SHA2_384, "SHA2-384:SHA-384:SHA384:2.16.840.1.101.3.4.2.2", "sha384", DIGEST, NONE, 0, 0, 128, 48) \
-    X(SHA2_512, "SHA2-512:SHA-512:SHA512:2.16.840.1.101.3.4.2.3", "sha512", DIGEST, NONE, 0, 0, 128, 64)
+    X(SHA2_512, "SHA2-512:SHA-512:SHA512:2.16.840.1.101.3.4.2.3", "sha512", DIGEST, NONE, 0, 0, 128, 64) \
+    X(AES_128_GCM, "AES-128-GCM:id-aes128-GCM:2.16.840.1.101.3.4.1.6", "gcm(aes)", AEAD, GCM, 16, 12, 1, 16) \
+    X(AES_192_GCM, "AES-192-GCM:id-aes192-GCM:2.16.840.1.101.3.4.1.26", "gcm(aes)", AEAD, GCM, 24, 12, 1, 16) \
+    X(AES_256_GCM, "AES-256-GCM:id-aes256-GCM:2.16.840.1.101.3.4.1.46", "gcm(aes)", AEAD, GCM, 32, 12, 1, 16) \
+    X(HMAC_SHA1, "HMAC", "hmac(sha1)", MAC, NONE, 32, 0, 64, 20)                         \
+    X(HMAC_SHA2_224, "HMAC", "hmac(sha224)", MAC, NONE, 32, 0, 64, 28)                   \
+    X(HMAC_SHA2_256, "HMAC", "hmac(sha256)", MAC, NONE, 32, 0, 64, 32)                   \
+    X(HMAC_SHA2_384, "HMAC", "hmac(sha384)", MAC, NONE, 32, 0, 128, 48)                  \
+    X(HMAC_SHA2_512, "HMAC", "hmac(sha512)", MAC, NONE, 32, 0, 128, 64)
 
 #define HWAF_ALG_ENUM(id, names, kname, kind, mode, kl, ivl, bl, mdl) HWAF_ALG_##id,
 enum { HWAF_ALGORITHMS(HWAF_ALG_ENUM) HWAF_NALGS };
@@ -46,6 +58,9 @@ extern const hwaf_alg hwaf_algs[HWAF_NALGS];
 #define HWAF_NSLOTS (HWAF_BE_COUNT * 2)
 const OSSL_DISPATCH *hwaf_cipher_dispatch(int alg, int slot);
 const OSSL_DISPATCH *hwaf_digest_dispatch(int alg, int slot);
+const OSSL_DISPATCH *hwaf_aead_dispatch(int alg, int slot);
+/* The one "HMAC" of a slot; the digest picks the algorithm at run time. */
+const OSSL_DISPATCH *hwaf_mac_dispatch(int slot);
 
 /* Provider configuration (hwaf_config.c), read once per provider load. */
 typedef struct hwaf_config_st {
@@ -77,6 +92,7 @@ typedef struct hwaf_prov_st {
     hwaf_impl *slot[HWAF_NALGS][HWAF_NSLOTS];
     OSSL_ALGORITHM *ciphers;  /* NULL-terminated, built once at load */
     OSSL_ALGORITHM *digests;
+    OSSL_ALGORITHM *macs;
     char *algorithms_text;    /* HWAF_PARAM_ALGORITHMS */
     char *buildinfo;          /* provider "buildinfo" param, with backend status */
     char be_status[HWAF_BE_COUNT][256];

@@ -96,10 +96,29 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
                  && memcmp(out, alg->kat_in, alg->kat_inlen) == 0;
             be->cipher_close(s);
         }
+    } else if (alg->kind == HWAF_KIND_AEAD) {
+        hwaf_be_aead *s;
+        unsigned char tag[HWAF_GCM_TAG];
+
+        if (be->aead_open(&s, &impl, alg->kat_key, alg->keylen)) {
+            ok = be->aead_crypt(s, 1, alg->kat_iv, NULL, 0, alg->kat_in, out,
+                                alg->kat_inlen, tag) == 1
+                 && memcmp(out, alg->kat_out, alg->kat_inlen) == 0
+                 && memcmp(tag, alg->kat_out + alg->kat_inlen, sizeof(tag)) == 0
+                 && be->aead_crypt(s, 0, alg->kat_iv, NULL, 0, alg->kat_out, out,
+                                   alg->kat_inlen, tag) == 1
+                 && memcmp(out, alg->kat_in, alg->kat_inlen) == 0;
+            /* ...and a wrong tag must be refused. */
+            tag[0] ^= 1;
+            ok = ok && be->aead_crypt(s, 0, alg->kat_iv, NULL, 0, alg->kat_out, out,
+                                      alg->kat_inlen, tag) == -1;
+            be->aead_close(s);
+        }
     } else {
         hwaf_be_md *s;
 
-        if (be->md_open(&s, &impl)) {
+        if (alg->kind == HWAF_KIND_MAC ? be->mac_open(&s, &impl, alg->kat_key, alg->keylen)
+                                       : be->md_open(&s, &impl)) {
             ok = be->md_update(s, alg->kat_in, alg->kat_inlen)
                  && be->md_final(s, out)
                  && memcmp(out, alg->kat_out, alg->mdlen) == 0;
@@ -128,6 +147,13 @@ static void probe_backend(int b)
             /* Key sizes of one mode share the kernel name (and sit side by
              * side in the table): list its drivers once; each key size
              * still runs its own known answer. */
+            if ((hwaf_algs[a].kind == HWAF_KIND_AEAD && be->aead_open == NULL)
+                || (hwaf_algs[a].kind == HWAF_KIND_MAC && be->mac_open == NULL)) {
+                /* A backend without AEAD or keyed hashes offers none. */
+                probe.ndrv[b][a] = 0;
+                n = 0;
+                continue;
+            }
             if (a == 0 || hwaf_algs[a].kind != hwaf_algs[a - 1].kind
                 || strcmp(hwaf_algs[a].kname, hwaf_algs[a - 1].kname) != 0)
                 n = be->drivers(&hwaf_algs[a], found, MAX_DRIVERS);
@@ -203,8 +229,8 @@ static int rank(const hwaf_config *cfg, int b, int hw)
 
 static int build_tables(hwaf_prov *prov)
 {
-    size_t nc = 0, nd = 0, textlen = 0;
-    int a, b, hw, r;
+    size_t nc = 0, nd = 0, nm = 0, textlen = 0;
+    int a, b, hw, r, s;
     char *t;
 
     for (a = 0; a < HWAF_NALGS; a++) {
@@ -233,9 +259,10 @@ static int build_tables(hwaf_prov *prov)
                 prov->slot[a][HWAF_SLOT(b, hw)] = impl;
                 if (impl->be->impl_init != NULL && !impl->be->impl_init(impl))
                     return 0;
-                if (hwaf_algs[a].kind == HWAF_KIND_CIPHER)
+                if (hwaf_algs[a].kind == HWAF_KIND_CIPHER
+                    || hwaf_algs[a].kind == HWAF_KIND_AEAD)
                     nc++;
-                else
+                else if (hwaf_algs[a].kind == HWAF_KIND_DIGEST)
                     nd++;
                 textlen += strlen(hwaf_algs[a].names) + strlen(drv->name) + 40;
             }
@@ -244,10 +271,31 @@ static int build_tables(hwaf_prov *prov)
 
     prov->ciphers = OPENSSL_zalloc((nc + 1) * sizeof(OSSL_ALGORITHM));
     prov->digests = OPENSSL_zalloc((nd + 1) * sizeof(OSSL_ALGORITHM));
+    prov->macs = OPENSSL_zalloc((HWAF_NSLOTS + 1) * sizeof(OSSL_ALGORITHM));
     prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
-    if (prov->ciphers == NULL || prov->digests == NULL || t == NULL)
+    if (prov->ciphers == NULL || prov->digests == NULL || prov->macs == NULL || t == NULL)
         return 0;
     nc = nd = 0;
+    /* One "HMAC" per slot that serves at least one of its digests. */
+    for (r = 0; r < 4; r++) {
+        for (b = 0; b < HWAF_BE_COUNT; b++) {
+            for (hw = 0; hw <= 1; hw++) {
+                s = HWAF_SLOT(b, hw);
+                if (rank(&prov->cfg, b, hw) != r)
+                    continue;
+                for (a = 0; a < HWAF_NALGS; a++)
+                    if (hwaf_algs[a].kind == HWAF_KIND_MAC && prov->slot[a][s] != NULL)
+                        break;
+                if (a == HWAF_NALGS)
+                    continue;
+                prov->macs[nm].algorithm_names = "HMAC";
+                prov->macs[nm].property_definition = properties[b][hw];
+                prov->macs[nm].implementation = hwaf_mac_dispatch(s);
+                prov->macs[nm].algorithm_description = prov->slot[a][s]->drv.name;
+                nm++;
+            }
+        }
+    }
     for (a = 0; a < HWAF_NALGS; a++) {
         for (r = 0; r < 4; r++) {
             for (b = 0; b < HWAF_BE_COUNT; b++) {
@@ -258,9 +306,20 @@ static int build_tables(hwaf_prov *prov)
 
                     if (impl == NULL || rank(&prov->cfg, b, hw) != r)
                         continue;
+                    nlen = strcspn(hwaf_algs[a].names, ":");
+                    t += sprintf(t, "%.*s %s %s hw=%s\n", (int)nlen, hwaf_algs[a].names,
+                                 backends[b]->name, impl->drv.name, hw ? "yes" : "no");
+                    HWAF_DEBUG("offer %.*s via %s driver %s hw=%s", (int)nlen,
+                               hwaf_algs[a].names, backends[b]->name, impl->drv.name,
+                               hw ? "yes" : "no");
+                    if (hwaf_algs[a].kind == HWAF_KIND_MAC)
+                        continue;   /* offered above, once per slot */
                     if (hwaf_algs[a].kind == HWAF_KIND_CIPHER) {
                         alg = &prov->ciphers[nc++];
                         alg->implementation = hwaf_cipher_dispatch(a, HWAF_SLOT(b, hw));
+                    } else if (hwaf_algs[a].kind == HWAF_KIND_AEAD) {
+                        alg = &prov->ciphers[nc++];
+                        alg->implementation = hwaf_aead_dispatch(a, HWAF_SLOT(b, hw));
                     } else {
                         alg = &prov->digests[nd++];
                         alg->implementation = hwaf_digest_dispatch(a, HWAF_SLOT(b, hw));
@@ -268,12 +327,6 @@ static int build_tables(hwaf_prov *prov)
                     alg->algorithm_names = hwaf_algs[a].names;
                     alg->property_definition = properties[b][hw];
                     alg->algorithm_description = impl->drv.name;
-                    nlen = strcspn(hwaf_algs[a].names, ":");
-                    t += sprintf(t, "%.*s %s %s hw=%s\n", (int)nlen, hwaf_algs[a].names,
-                                 backends[b]->name, impl->drv.name, hw ? "yes" : "no");
-                    HWAF_DEBUG("offer %.*s via %s driver %s hw=%s", (int)nlen,
-                               hwaf_algs[a].names, backends[b]->name, impl->drv.name,
-                               hw ? "yes" : "no");
                 }
             }
         }
@@ -298,6 +351,7 @@ static void prov_free(hwaf_prov *prov)
     }
     OPENSSL_free(prov->ciphers);
     OPENSSL_free(prov->digests);
+    OPENSSL_free(prov->macs);
     OPENSSL_free(prov->algorithms_text);
     OPENSSL_free(prov->buildinfo);
     hwaf_config_free(&prov->cfg);
@@ -407,6 +461,8 @@ static const OSSL_ALGORITHM *prov_query(void *provctx, int operation_id,
         return prov->ciphers;
     case OSSL_OP_DIGEST:
         return prov->digests;
+    case OSSL_OP_MAC:
+        return prov->macs;
     }
     return NULL;
 }

@@ -1,0 +1,920 @@
+/*
+ * The AEAD mode layer: everything EVP expects of AES-GCM -- AAD by update,
+ * any number of updates, tags of 1 to 16 bytes, re-init with a new IV,
+ * copies, the TLS 1.2 record mode libssl uses -- above the backend's one
+ * request per message (AAD, data and tag together).
+ *
+ * How streaming maps onto one request (docs/design.md, "GCM"):
+ *  - AAD is kept until the first data (or the final).
+ *  - The first data update is one whole GCM request over the AAD and that
+ *    data: encrypting, its output is returned at once and its tag kept for
+ *    the final; decrypting with the tag already set (TLS 1.3, OpenSSH), it
+ *    is the checked decryption itself, and a wrong tag releases zeros.
+ *    Decrypting without a tag yet, the request encrypts the ciphertext,
+ *    which in GCM yields the plaintext (the counter mode is its own
+ *    inverse); the tag is checked at the final.
+ *  - Later updates continue the counter stream through a ctr(aes) session
+ *    of the same backend, so each update still returns its output at once.
+ *  - The final returns no data.  It uses the kept tag when the message was
+ *    one update, and otherwise one more GCM request over the whole message
+ *    (the plaintext, kept as it went by) to compute the tag, which is
+ *    compared in constant time for decryption.
+ * A message (AAD + data) must fit one kernel request: aead_max() bytes.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
+#include "hwaf_local.h"
+#include "hwaf_err.h"
+#include "hwaf_debug.h"
+#include <hwaf/hwaf.h>
+
+#define BLK 16
+#define TLS_AAD_LEN 13      /* EVP_AEAD_TLS1_AAD_LEN */
+#define TLS_FIXED_IV 4      /* EVP_GCM_TLS_FIXED_IV_LEN */
+#define TLS_EXPLICIT_IV 8   /* EVP_GCM_TLS_EXPLICIT_IV_LEN */
+
+typedef struct hwaf_aead_ctx_st {
+    const hwaf_impl *impl;          /* first: see hwaf_ctx_new() */
+    hwaf_be_aead *be;
+    unsigned int gen;               /* fork generation be and ctr were opened in */
+    /* Counter-mode continuation of updates after the first (ctr(aes)). */
+    hwaf_impl ctr_impl;
+    hwaf_be_cipher *ctr;
+    unsigned char key[32];
+    size_t keylen;
+    int key_set;
+    unsigned char iv[HWAF_GCM_IV];
+    int iv_set;
+    int iv_gen;                     /* TLS: fixed IV set, invocation field counts */
+    int iv_done;                    /* a message was finished under this IV */
+    int enc;
+    int finalised;
+    /* The message so far. */
+    unsigned char *aad;
+    size_t aadlen, aadcap;
+    unsigned char *data;            /* plaintext seen so far */
+    size_t datalen, datacap;
+    size_t updates;                 /* data updates so far */
+    unsigned char tag[HWAF_GCM_TAG];
+    size_t taglen;                  /* decrypt: set tag's length; 0 none */
+    int tag_ready;                  /* encrypt: tag[] is the full tag */
+    int verified;                   /* decrypt: 1 when the first update checked
+                                     * the tag and nothing followed */
+    /* TLS 1.2 record mode. */
+    unsigned char tls_aad[TLS_AAD_LEN];
+    int tls_aad_set;
+} hwaf_aead_ctx;
+
+#define PROV(ctx) ((ctx)->impl->prov)
+
+/* ---- sessions ---- */
+
+static void be_drop(hwaf_aead_ctx *ctx, int abandon)
+{
+    const hwaf_backend *be = ctx->impl->be;
+
+    if (ctx->ctr != NULL) {
+        if (abandon)
+            be->cipher_abandon(ctx->ctr);
+        else
+            be->cipher_close(ctx->ctr);
+        ctx->ctr = NULL;
+        if (be->impl_free != NULL)
+            be->impl_free(&ctx->ctr_impl);
+    }
+    if (ctx->be != NULL) {
+        if (abandon)
+            be->aead_abandon(ctx->be);
+        else
+            be->aead_close(ctx->be);
+        ctx->be = NULL;
+    }
+}
+
+/* The session to use now: reopened in a child after fork(). */
+static hwaf_be_aead *be_get(hwaf_aead_ctx *ctx)
+{
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return NULL;
+    }
+    if (ctx->gen != hwaf_fork_generation) {
+        HWAF_DEBUG("aead %s: reopening after fork", ctx->impl->drv.name);
+        be_drop(ctx, 1);
+    }
+    if (ctx->be == NULL) {
+        ctx->gen = hwaf_fork_generation;
+        if (!ctx->impl->be->aead_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen))
+            return NULL;
+    }
+    return ctx->be;
+}
+
+/* The counter-mode session, bound to the kernel's best ctr(aes). */
+static hwaf_be_cipher *ctr_get(hwaf_aead_ctx *ctx)
+{
+    const hwaf_backend *be = ctx->impl->be;
+
+    if (be_get(ctx) == NULL)
+        return NULL;
+    if (ctx->ctr != NULL)
+        return ctx->ctr;
+    ctx->ctr_impl = *ctx->impl;
+    ctx->ctr_impl.alg = &hwaf_algs[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8];
+    ctx->ctr_impl.be_data = NULL;
+    snprintf(ctx->ctr_impl.drv.name, sizeof(ctx->ctr_impl.drv.name), "ctr(aes)");
+    if (be->impl_init != NULL && !be->impl_init(&ctx->ctr_impl))
+        return NULL;
+    if (!be->cipher_open(&ctx->ctr, &ctx->ctr_impl, ctx->key, ctx->keylen)) {
+        if (be->impl_free != NULL)
+            be->impl_free(&ctx->ctr_impl);
+        ctx->ctr = NULL;
+    }
+    return ctx->ctr;
+}
+
+/* ---- message state ---- */
+
+static int grow(hwaf_aead_ctx *ctx, unsigned char **buf, size_t *cap, size_t need)
+{
+    unsigned char *n;
+    size_t c = *cap ? *cap : 256;
+
+    if (need <= *cap)
+        return 1;
+    while (c < need)
+        c *= 2;
+    n = OPENSSL_clear_realloc(*buf, *cap, c);
+    if (n == NULL) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    *buf = n;
+    *cap = c;
+    return 1;
+}
+
+/* Forget the message (not the key, IV or set tag). */
+static void message_reset(hwaf_aead_ctx *ctx)
+{
+    if (ctx->data != NULL)
+        OPENSSL_cleanse(ctx->data, ctx->datalen);
+    ctx->aadlen = ctx->datalen = ctx->updates = 0;
+    ctx->tag_ready = ctx->verified = 0;
+    ctx->finalised = 0;
+}
+
+static void ctx_wipe(hwaf_aead_ctx *ctx)
+{
+    OPENSSL_clear_free(ctx->aad, ctx->aadcap);
+    OPENSSL_clear_free(ctx->data, ctx->datacap);
+    OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
+    OPENSSL_cleanse(ctx->tag, sizeof(ctx->tag));
+}
+
+/* ---- dispatch ---- */
+
+static OSSL_FUNC_cipher_freectx_fn aead_freectx;
+static OSSL_FUNC_cipher_dupctx_fn aead_dupctx;
+static OSSL_FUNC_cipher_encrypt_init_fn aead_einit;
+static OSSL_FUNC_cipher_decrypt_init_fn aead_dinit;
+static OSSL_FUNC_cipher_update_fn aead_update;
+static OSSL_FUNC_cipher_final_fn aead_final;
+static OSSL_FUNC_cipher_cipher_fn aead_cipher;
+static OSSL_FUNC_cipher_get_ctx_params_fn aead_get_ctx_params;
+static OSSL_FUNC_cipher_set_ctx_params_fn aead_set_ctx_params;
+static OSSL_FUNC_cipher_gettable_ctx_params_fn aead_gettable_ctx_params;
+static OSSL_FUNC_cipher_settable_ctx_params_fn aead_settable_ctx_params;
+static OSSL_FUNC_cipher_gettable_params_fn aead_gettable_params;
+
+static void *aead_newctx(void *provctx, int alg, int slot)
+{
+    hwaf_aead_ctx *ctx = hwaf_ctx_new(provctx, alg, slot, sizeof(hwaf_aead_ctx));
+
+    if (ctx != NULL) {
+        ctx->keylen = ctx->impl->alg->keylen;
+        ctx->gen = hwaf_fork_generation;
+    }
+    return ctx;
+}
+
+static void aead_freectx(void *vctx)
+{
+    hwaf_aead_ctx *ctx = vctx;
+
+    if (ctx == NULL)
+        return;
+    be_drop(ctx, ctx->gen != hwaf_fork_generation);
+    ctx_wipe(ctx);
+    OPENSSL_free(ctx);
+}
+
+static void *aead_dupctx(void *vctx)
+{
+    hwaf_aead_ctx *src = vctx, *dst;
+
+    dst = OPENSSL_malloc(sizeof(*dst));
+    if (dst == NULL) {
+        HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
+        return NULL;
+    }
+    *dst = *src;
+    /* Sessions are opened again on first use; buffers are copied. */
+    dst->be = NULL;
+    dst->ctr = NULL;
+    dst->aad = dst->data = NULL;
+    dst->aadcap = dst->datacap = 0;
+    if (!grow(dst, &dst->aad, &dst->aadcap, src->aadlen)
+        || !grow(dst, &dst->data, &dst->datacap, src->datalen)) {
+        aead_freectx(dst);
+        return NULL;
+    }
+    if (src->aadlen > 0)
+        memcpy(dst->aad, src->aad, src->aadlen);
+    if (src->datalen > 0)
+        memcpy(dst->data, src->data, src->datalen);
+    return dst;
+}
+
+static int aead_init(hwaf_aead_ctx *ctx, const unsigned char *key, size_t keylen,
+                     const unsigned char *iv, size_t ivlen,
+                     const OSSL_PARAM params[], int enc)
+{
+    ctx->enc = enc;
+    message_reset(ctx);
+    ctx->taglen = 0;
+    ctx->tls_aad_set = 0;
+    if (!aead_set_ctx_params(ctx, params))
+        return 0;
+    if (iv != NULL) {
+        if (ivlen != HWAF_GCM_IV) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                       "%zu bytes; the kernel's gcm(aes) takes %d", ivlen, HWAF_GCM_IV);
+            return 0;
+        }
+        memcpy(ctx->iv, iv, HWAF_GCM_IV);
+        ctx->iv_set = 1;
+        ctx->iv_gen = 0;
+        ctx->iv_done = 0;
+    }
+    if (key != NULL) {
+        if (keylen != ctx->impl->alg->keylen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH, "%zu bytes, expected %u",
+                       keylen, ctx->impl->alg->keylen);
+            return 0;
+        }
+        be_drop(ctx, ctx->gen != hwaf_fork_generation);
+        memcpy(ctx->key, key, keylen);
+        ctx->keylen = keylen;
+        ctx->key_set = 1;
+        /* Open now: a bad key or a missing driver shows at init. */
+        if (be_get(ctx) == NULL)
+            return 0;
+    }
+    return 1;
+}
+
+static int aead_einit(void *vctx, const unsigned char *key, size_t keylen,
+                      const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[])
+{
+    return aead_init(vctx, key, keylen, iv, ivlen, params, 1);
+}
+
+static int aead_dinit(void *vctx, const unsigned char *key, size_t keylen,
+                      const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[])
+{
+    return aead_init(vctx, key, keylen, iv, ivlen, params, 0);
+}
+
+/* Ready for a new piece of message: key and IV (generated when encrypting). */
+static int aead_ready(hwaf_aead_ctx *ctx)
+{
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    if (ctx->finalised) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_UPDATE_AFTER_FINAL,
+                   "initialise again with a new IV first");
+        return 0;
+    }
+    if (ctx->iv_done) {
+        /* As OpenSSL's GCM: never two messages under one key and IV. */
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                   "this IV has been used; initialise with a new one");
+        return 0;
+    }
+    if (!ctx->iv_set) {
+        /* As OpenSSL's GCM does: an encryption without an IV gets a random
+         * one, readable as the "iv" parameter. */
+        if (!ctx->enc || RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv, HWAF_GCM_IV, 0) <= 0) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no IV set");
+            return 0;
+        }
+        ctx->iv_set = 1;
+    }
+    return 1;
+}
+
+static int fits(hwaf_aead_ctx *ctx, hwaf_be_aead *be, size_t more)
+{
+    size_t max = ctx->impl->be->aead_max(be);
+
+    if (ctx->aadlen + ctx->datalen + more > max || more > max) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                   "%zu bytes of AAD and data, at most %zu in one kernel request",
+                   ctx->aadlen + ctx->datalen + more, max);
+        return 0;
+    }
+    return 1;
+}
+
+/* Counter-mode output for data at ctx->datalen..+len (updates after the first). */
+static int ctr_continue(hwaf_aead_ctx *ctx, const unsigned char *in,
+                        unsigned char *out, size_t len)
+{
+    hwaf_be_cipher *ctr = ctr_get(ctx);
+    size_t pad = ctx->datalen % BLK, blocks = ctx->datalen / BLK, n, max;
+    size_t total = (pad + len + BLK - 1) & ~(size_t)(BLK - 1), off;
+    unsigned char cb[BLK], *buf;
+    uint32_t c;
+    int ok = 1;
+
+    if (ctr == NULL)
+        return 0;
+    buf = OPENSSL_zalloc(total);
+    if (buf == NULL) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    memcpy(buf + pad, in, len);
+    /* Counter block of block `blocks` of the data: IV || 2 + blocks.  The
+     * kernel's ctr(aes) carries over 128 bits where GCM's inc32 wraps 32;
+     * a message fits one request, far below 2^32 blocks. */
+    memcpy(cb, ctx->iv, HWAF_GCM_IV);
+    c = (uint32_t)(2 + blocks);
+    cb[12] = (unsigned char)(c >> 24);
+    cb[13] = (unsigned char)(c >> 16);
+    cb[14] = (unsigned char)(c >> 8);
+    cb[15] = (unsigned char)c;
+    max = ctx->impl->be->cipher_max(ctr) & ~(size_t)(BLK - 1);
+    for (off = 0; ok && off < total; off += n) {
+        n = total - off < max ? total - off : max;
+        ok = ctx->impl->be->cipher_crypt(ctr, 1, cb, buf + off, buf + off, n);
+        /* advance the counter by n / BLK blocks */
+        c += (uint32_t)(n / BLK);
+        cb[12] = (unsigned char)(c >> 24);
+        cb[13] = (unsigned char)(c >> 16);
+        cb[14] = (unsigned char)(c >> 8);
+        cb[15] = (unsigned char)c;
+    }
+    if (ok)
+        memcpy(out, buf + pad, len);
+    OPENSSL_clear_free(buf, total);
+    return ok;
+}
+
+static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned char *in,
+                       size_t len)
+{
+    hwaf_be_aead *be = be_get(ctx);
+    unsigned char *keep;
+    int r;
+
+    if (be == NULL || !fits(ctx, be, len)
+        || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
+        return 0;
+    keep = ctx->data + ctx->datalen;
+    if (ctx->enc)
+        memcpy(keep, in, len);  /* before an in-place operation overwrites it */
+
+    if (ctx->updates == 0) {
+        if (ctx->enc) {
+            r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
+                                          in, out, len, ctx->tag);
+            ctx->tag_ready = r == 1;
+        } else if (ctx->taglen == HWAF_GCM_TAG) {
+            /* The tag is known: the checked decryption itself. */
+            r = ctx->impl->be->aead_crypt(be, 0, ctx->iv, ctx->aad, ctx->aadlen,
+                                          in, keep, len, ctx->tag);
+            if (r == 1) {
+                ctx->verified = 1;
+                memcpy(out, keep, len);
+            } else if (r == -1) {
+                /* A wrong tag, or more data to come: which one, only the
+                 * final knows.  Decrypt as without a tag; the final checks. */
+                unsigned char scratch[HWAF_GCM_TAG];
+
+                r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
+                                              in, keep, len, scratch);
+                if (r == 1)
+                    memcpy(out, keep, len);
+            }
+        } else {
+            unsigned char scratch[HWAF_GCM_TAG];
+
+            /* Encrypting the ciphertext gives the plaintext. */
+            r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
+                                          in, out, len, scratch);
+            if (r == 1)
+                memcpy(keep, out, len);
+        }
+        if (r != 1)
+            return 0;
+    } else {
+        if (!ctr_continue(ctx, in, out, len))
+            return 0;
+        if (!ctx->enc)
+            memcpy(keep, out, len);
+        ctx->tag_ready = 0;
+        ctx->verified = 0;
+    }
+    ctx->datalen += len;
+    ctx->updates++;
+    return 1;
+}
+
+static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
+                      const unsigned char *in, size_t len);
+
+static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                       const unsigned char *in, size_t inl)
+{
+    hwaf_aead_ctx *ctx = vctx;
+
+    if (ctx->tls_aad_set)
+        return tls_record(ctx, out, outl, in, inl);
+    *outl = 0;
+    if (!aead_ready(ctx))
+        return 0;
+    if (inl == 0)
+        return 1;
+    if (out == NULL) {
+        hwaf_be_aead *be = be_get(ctx);
+
+        if (ctx->updates > 0) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_AAD_AFTER_DATA, NULL);
+            return 0;
+        }
+        if (be == NULL || !fits(ctx, be, inl)
+            || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl))
+            return 0;
+        memcpy(ctx->aad + ctx->aadlen, in, inl);
+        ctx->aadlen += inl;
+        return 1;
+    }
+    if (outsize < inl) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, "%zu bytes for %zu",
+                   outsize, inl);
+        return 0;
+    }
+    if (!data_update(ctx, out, in, inl))
+        return 0;
+    *outl = inl;
+    return 1;
+}
+
+/* The full tag over everything so far, computed again. */
+static int tag_of_message(hwaf_aead_ctx *ctx, unsigned char tag[HWAF_GCM_TAG])
+{
+    hwaf_be_aead *be = be_get(ctx);
+    unsigned char *scratch;
+    int r;
+
+    if (be == NULL)
+        return 0;
+    scratch = OPENSSL_malloc(ctx->datalen ? ctx->datalen : 1);
+    if (scratch == NULL) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
+                                  ctx->data, scratch, ctx->datalen, tag);
+    OPENSSL_clear_free(scratch, ctx->datalen ? ctx->datalen : 1);
+    return r == 1;
+}
+
+static int aead_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
+{
+    hwaf_aead_ctx *ctx = vctx;
+    unsigned char tag[HWAF_GCM_TAG];
+    int ok;
+
+    *outl = 0;
+    if (ctx->tls_aad_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_SUPPORTED, "TLS records go through update");
+        return 0;
+    }
+    if (!aead_ready(ctx))
+        return 0;
+    ctx->finalised = 1;
+    ctx->iv_done = 1;
+    if (ctx->enc) {
+        if (!ctx->tag_ready) {
+            if (!tag_of_message(ctx, ctx->tag))
+                return 0;
+            ctx->tag_ready = 1;
+        }
+        return 1;
+    }
+    if (ctx->taglen == 0) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_TAG, "no tag set before the final");
+        return 0;
+    }
+    if (ctx->verified && ctx->taglen == HWAF_GCM_TAG)
+        return 1;
+    if (!tag_of_message(ctx, tag))
+        return 0;
+    ok = CRYPTO_memcmp(tag, ctx->tag, ctx->taglen) == 0;
+    OPENSSL_cleanse(tag, sizeof(tag));
+    if (!ok) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_TAG_MISMATCH, NULL);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- TLS 1.2 records: explicit IV || data || tag, in place ---- */
+
+static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
+                      const unsigned char *in, size_t len)
+{
+    hwaf_be_aead *be;
+    size_t n;
+    int r, i;
+
+    ctx->tls_aad_set = 0;   /* one record per tls1-aad, as OpenSSL's GCM */
+    *outl = 0;
+    if (out != in || len < TLS_EXPLICIT_IV + HWAF_GCM_TAG) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
+                   "a TLS record is processed in place and holds IV and tag");
+        return 0;
+    }
+    if ((be = be_get(ctx)) == NULL || !ctx->iv_set) {
+        if (be != NULL)
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no fixed IV set");
+        return 0;
+    }
+    n = len - TLS_EXPLICIT_IV - HWAF_GCM_TAG;
+    if (ctx->enc) {
+        if (!ctx->iv_gen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "no fixed IV set (tlsivfixed)");
+            return 0;
+        }
+        memcpy(out, ctx->iv + HWAF_GCM_IV - TLS_EXPLICIT_IV, TLS_EXPLICIT_IV);
+    } else {
+        memcpy(ctx->iv + HWAF_GCM_IV - TLS_EXPLICIT_IV, in, TLS_EXPLICIT_IV);
+    }
+    r = ctx->impl->be->aead_crypt(be, ctx->enc, ctx->iv, ctx->tls_aad, TLS_AAD_LEN,
+                                  in + TLS_EXPLICIT_IV, out + TLS_EXPLICIT_IV, n,
+                                  out + TLS_EXPLICIT_IV + n);
+    if (ctx->enc) {
+        /* The invocation field: the IV's last 8 bytes count records. */
+        for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)
+            ;
+    }
+    if (r != 1) {
+        if (r == -1) {
+            OPENSSL_cleanse(out + TLS_EXPLICIT_IV, n);
+            HWAF_RAISE(PROV(ctx), HWAF_R_TAG_MISMATCH, "TLS record");
+        }
+        return 0;
+    }
+    *outl = ctx->enc ? len : n;
+    return 1;
+}
+
+static int aead_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                       const unsigned char *in, size_t inl)
+{
+    hwaf_aead_ctx *ctx = vctx;
+
+    if (ctx->tls_aad_set)
+        return tls_record(ctx, out, outl, in, inl);
+    if (in != NULL)
+        return aead_update(vctx, out, outl, outsize, in, inl);
+    return aead_final(vctx, out, outl, outsize);
+}
+
+/* ---- parameters ---- */
+
+static int aead_get_params(const hwaf_alg *alg, OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL
+        && !OSSL_PARAM_set_uint(p, EVP_CIPH_GCM_MODE))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL
+        && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL
+        && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->keylen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 1))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, HWAF_GCM_IV))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM aead_known_gettable_params[] = {
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *aead_gettable_params(void *provctx)
+{
+    return aead_known_gettable_params;
+}
+
+static int set_octets(OSSL_PARAM *p, const void *v, size_t len)
+{
+    if (p->data_type == OSSL_PARAM_OCTET_PTR)
+        return OSSL_PARAM_set_octet_ptr(p, v, len);
+    return OSSL_PARAM_set_octet_string(p, v, len);
+}
+
+static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    hwaf_aead_ctx *ctx = vctx;
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, HWAF_GCM_IV))
+        return hwaf_param_failed(PROV(ctx), p->key);
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ctx->keylen))
+        return hwaf_param_failed(PROV(ctx), p->key);
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ctx->taglen ? ctx->taglen : HWAF_GCM_TAG))
+        return hwaf_param_failed(PROV(ctx), p->key);
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL) {
+        if (!ctx->iv_set || p->data_size < HWAF_GCM_IV)
+            return hwaf_param_failed(PROV(ctx), p->key);
+        if (!set_octets(p, ctx->iv, HWAF_GCM_IV))
+            return hwaf_param_failed(PROV(ctx), p->key);
+    }
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL) {
+        if (!ctx->iv_set || p->data_size < HWAF_GCM_IV)
+            return hwaf_param_failed(PROV(ctx), p->key);
+        if (!set_octets(p, ctx->iv, HWAF_GCM_IV))
+            return hwaf_param_failed(PROV(ctx), p->key);
+    }
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
+        /* The first data_size bytes of the tag, after an encryption. */
+        if (!ctx->enc || !ctx->finalised || !ctx->tag_ready
+            || p->data_type != OSSL_PARAM_OCTET_STRING
+            || p->data_size == 0 || p->data_size > HWAF_GCM_TAG) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_TAG,
+                       "the tag (1 to 16 bytes) is there after an encryption's final");
+            return 0;
+        }
+        memcpy(p->data, ctx->tag, p->data_size);
+        p->return_size = p->data_size;
+    }
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD)) != NULL
+        && !OSSL_PARAM_set_size_t(p, HWAF_GCM_TAG))
+        return hwaf_param_failed(PROV(ctx), p->key);
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN)) != NULL) {
+        /* The IV for the next record: the invocation field moves on. */
+        size_t n = p->data_size;
+        int i;
+
+        if (p->data_type != OSSL_PARAM_OCTET_STRING || !ctx->iv_gen || !ctx->key_set)
+            return hwaf_param_failed(PROV(ctx), p->key);
+        if (n == 0 || n > HWAF_GCM_IV)
+            n = HWAF_GCM_IV;
+        memcpy(p->data, ctx->iv + HWAF_GCM_IV - n, n);
+        p->return_size = n;
+        for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)
+            ;
+    }
+    return hwaf_impl_get_params(ctx->impl, params);
+}
+
+static const OSSL_PARAM aead_known_gettable_ctx_params[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, NULL),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, NULL),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, NULL, 0),
+    HWAF_IMPL_GETTABLE_PARAMS,
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *aead_gettable_ctx_params(void *cctx, void *provctx)
+{
+    return aead_known_gettable_ctx_params;
+}
+
+/* tls1-aad: keep the record header, its length reduced to the payload's. */
+static int set_tls_aad(hwaf_aead_ctx *ctx, const OSSL_PARAM *p)
+{
+    size_t len;
+
+    if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data_size != TLS_AAD_LEN) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tls1-aad: %d bytes expected",
+                   TLS_AAD_LEN);
+        return 0;
+    }
+    memcpy(ctx->tls_aad, p->data, TLS_AAD_LEN);
+    len = (size_t)ctx->tls_aad[TLS_AAD_LEN - 2] << 8 | ctx->tls_aad[TLS_AAD_LEN - 1];
+    if (len < TLS_EXPLICIT_IV + (ctx->enc ? 0 : HWAF_GCM_TAG)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tls1-aad: record too short");
+        return 0;
+    }
+    len -= TLS_EXPLICIT_IV + (ctx->enc ? 0 : HWAF_GCM_TAG);
+    ctx->tls_aad[TLS_AAD_LEN - 2] = (unsigned char)(len >> 8);
+    ctx->tls_aad[TLS_AAD_LEN - 1] = (unsigned char)len;
+    ctx->tls_aad_set = 1;
+    return 1;
+}
+
+/* tlsivfixed: the fixed part (4 bytes) or the whole IV; the invocation
+ * field starts random when encrypting, as in OpenSSL's GCM. */
+static int set_tls_iv_fixed(hwaf_aead_ctx *ctx, const OSSL_PARAM *p)
+{
+    size_t len = p->data_size;
+
+    if (len == (size_t)-1)   /* as OpenSSL's GCM: the whole IV */
+        len = HWAF_GCM_IV;
+    if (p->data_type != OSSL_PARAM_OCTET_STRING || len > HWAF_GCM_IV
+        || (len != HWAF_GCM_IV && (len < TLS_FIXED_IV || HWAF_GCM_IV - len < TLS_EXPLICIT_IV))) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "tlsivfixed: %zu bytes", len);
+        return 0;
+    }
+    memcpy(ctx->iv, p->data, len);
+    ctx->iv_done = 0;
+    if (len < HWAF_GCM_IV && ctx->enc
+        && RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv + len, HWAF_GCM_IV - len, 0) <= 0) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tlsivfixed: no random bytes");
+        return 0;
+    }
+    ctx->iv_set = 1;
+    ctx->iv_gen = 1;
+    return 1;
+}
+
+static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    hwaf_aead_ctx *ctx = vctx;
+    const OSSL_PARAM *p;
+    size_t sz;
+
+    if (params == NULL)
+        return 1;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data_size == 0
+            || p->data_size > HWAF_GCM_TAG || ctx->enc) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_TAG,
+                       "a tag of 1 to 16 bytes is set before a decryption's final");
+            return 0;
+        }
+        if (p->data != NULL) {
+            memcpy(ctx->tag, p->data, p->data_size);
+            ctx->taglen = p->data_size;
+        }
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN)) != NULL) {
+        if (!OSSL_PARAM_get_size_t(p, &sz))
+            return hwaf_param_failed(PROV(ctx), p->key);
+        if (sz != HWAF_GCM_IV) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                       "%zu bytes; the kernel's gcm(aes) takes %d", sz, HWAF_GCM_IV);
+            return 0;
+        }
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
+        if (!OSSL_PARAM_get_size_t(p, &sz))
+            return hwaf_param_failed(PROV(ctx), p->key);
+        if (sz != ctx->impl->alg->keylen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH, "%zu bytes, expected %u",
+                       sz, ctx->impl->alg->keylen);
+            return 0;
+        }
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)) != NULL
+        && !set_tls_aad(ctx, p))
+        return 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)) != NULL
+        && !set_tls_iv_fixed(ctx, p))
+        return 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV)) != NULL) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING || !ctx->iv_gen || ctx->enc
+            || p->data_size == 0 || p->data_size > HWAF_GCM_IV) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "tlsivinv");
+            return 0;
+        }
+        memcpy(ctx->iv + HWAF_GCM_IV - p->data_size, p->data, p->data_size);
+    }
+    return 1;
+}
+
+static const OSSL_PARAM aead_known_settable_ctx_params[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, NULL),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, NULL, 0),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *aead_settable_ctx_params(void *cctx, void *provctx)
+{
+    return aead_known_settable_ctx_params;
+}
+
+/* ---- one dispatch table per (algorithm, implementation slot) ---- */
+
+#define AEAD_SLOT(id, s)                                                           \
+    static OSSL_FUNC_cipher_newctx_fn anewctx_##id##_##s;                          \
+    static void *anewctx_##id##_##s(void *provctx)                                 \
+    {                                                                              \
+        return aead_newctx(provctx, HWAF_ALG_##id, s);                             \
+    }                                                                              \
+    static const OSSL_DISPATCH afns_##id##_##s[] = {                               \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))anewctx_##id##_##s },           \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))aget_params_##id },         \
+        { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))aead_freectx },                \
+        { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))aead_dupctx },                  \
+        { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))aead_einit },             \
+        { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))aead_dinit },             \
+        { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))aead_update },                  \
+        { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))aead_final },                    \
+        { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))aead_cipher },                  \
+        { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))aead_gettable_params }, \
+        { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))aead_get_ctx_params },  \
+        { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))aead_set_ctx_params },  \
+        { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                    \
+          (void (*)(void))aead_gettable_ctx_params },                              \
+        { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                    \
+          (void (*)(void))aead_settable_ctx_params },                              \
+        { 0, NULL }                                                                \
+    };
+
+#define AEAD_ALG(id, names, kname, kind, mode, kl, ivl, bl, mdl)                   \
+    static OSSL_FUNC_cipher_get_params_fn aget_params_##id;                        \
+    static int aget_params_##id(OSSL_PARAM params[])                               \
+    {                                                                              \
+        return aead_get_params(&hwaf_algs[HWAF_ALG_##id], params);                 \
+    }                                                                              \
+    AEAD_SLOT(id, 0) AEAD_SLOT(id, 1) AEAD_SLOT(id, 2) AEAD_SLOT(id, 3)
+
+#define ONLY_AEAD(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
+    ONLY_AEAD_##kind(id, names, kname, kind, mode, kl, ivl, bl, mdl)
+#define ONLY_AEAD_AEAD AEAD_ALG
+#define ONLY_AEAD_CIPHER(...)
+#define ONLY_AEAD_DIGEST(...)
+#define ONLY_AEAD_MAC(...)
+
+HWAF_ALGORITHMS(ONLY_AEAD)
+
+#define AEAD_TABLE_ROW(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
+    AEAD_TABLE_ROW_##kind(id)
+#define AEAD_TABLE_ROW_AEAD(id) \
+    [HWAF_ALG_##id] = { afns_##id##_0, afns_##id##_1, afns_##id##_2, afns_##id##_3 },
+#define AEAD_TABLE_ROW_CIPHER(id)
+#define AEAD_TABLE_ROW_DIGEST(id)
+#define AEAD_TABLE_ROW_MAC(id)
+
+static const OSSL_DISPATCH *const aead_tables[HWAF_NALGS][HWAF_NSLOTS] = {
+    HWAF_ALGORITHMS(AEAD_TABLE_ROW)
+};
+
+const OSSL_DISPATCH *hwaf_aead_dispatch(int alg, int slot)
+{
+    return aead_tables[alg][slot];
+}

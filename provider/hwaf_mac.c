@@ -1,0 +1,364 @@
+/*
+ * The MAC layer: EVP_MAC "HMAC" over a backend's keyed hash.  The digest is
+ * chosen by parameter and picks the implementation (hmac(sha256), ...) of
+ * the same backend and hardware class as the fetched HMAC; the running
+ * state lives in the kernel, so copies and fork() work as for digests.
+ */
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/params.h>
+#include "hwaf_local.h"
+#include "hwaf_err.h"
+#include <hwaf/hwaf.h>
+
+typedef struct hwaf_mac_ctx_st {
+    hwaf_prov *prov;
+    int slot;
+    const hwaf_impl *impl;   /* NULL until a digest is set */
+    hwaf_be_md *be;
+    hwaf_fork_node node;
+    unsigned char *key;
+    size_t keylen;
+    int key_set;
+    int snapshot_ok;
+    int broken;              /* state lost in a child: refuse until init */
+    int finalised;
+} hwaf_mac_ctx;
+
+#define FROM_NODE(n) ((hwaf_mac_ctx *)((char *)(n) - offsetof(hwaf_mac_ctx, node)))
+
+static void node_prepare(hwaf_fork_node *n)
+{
+    hwaf_mac_ctx *ctx = FROM_NODE(n);
+
+    ctx->snapshot_ok = ctx->impl->be->md_fork_prepare(ctx->be);
+}
+
+static void node_parent(hwaf_fork_node *n)
+{
+    hwaf_mac_ctx *ctx = FROM_NODE(n);
+
+    ctx->impl->be->md_fork_parent(ctx->be);
+}
+
+static void node_child(hwaf_fork_node *n)
+{
+    hwaf_mac_ctx *ctx = FROM_NODE(n);
+
+    ctx->impl->be->md_fork_child(ctx->be);
+    if (!ctx->snapshot_ok)
+        ctx->broken = 1;
+}
+
+static void attach(hwaf_mac_ctx *ctx, hwaf_be_md *be)
+{
+    ctx->be = be;
+    ctx->node.prepare = node_prepare;
+    ctx->node.parent = node_parent;
+    ctx->node.child = node_child;
+    hwaf_fork_register(&ctx->node);
+}
+
+static void detach(hwaf_mac_ctx *ctx)
+{
+    if (ctx->be == NULL)
+        return;
+    hwaf_fork_unregister(&ctx->node);
+    ctx->impl->be->md_close(ctx->be);
+    ctx->be = NULL;
+}
+
+static OSSL_FUNC_mac_dupctx_fn mac_dupctx;
+static OSSL_FUNC_mac_freectx_fn mac_freectx;
+static OSSL_FUNC_mac_init_fn mac_init;
+static OSSL_FUNC_mac_update_fn mac_update;
+static OSSL_FUNC_mac_final_fn mac_final;
+static OSSL_FUNC_mac_gettable_ctx_params_fn mac_gettable_ctx_params;
+static OSSL_FUNC_mac_get_ctx_params_fn mac_get_ctx_params;
+static OSSL_FUNC_mac_settable_ctx_params_fn mac_settable_ctx_params;
+static OSSL_FUNC_mac_set_ctx_params_fn mac_set_ctx_params;
+
+static void *mac_newctx(void *provctx, int slot)
+{
+    hwaf_prov *prov = provctx;
+    hwaf_mac_ctx *ctx = OPENSSL_zalloc(sizeof(*ctx));
+
+    if (ctx == NULL) {
+        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return NULL;
+    }
+    ctx->prov = prov;
+    ctx->slot = slot;
+    return ctx;
+}
+
+static void mac_freectx(void *vctx)
+{
+    hwaf_mac_ctx *ctx = vctx;
+
+    if (ctx == NULL)
+        return;
+    detach(ctx);
+    OPENSSL_clear_free(ctx->key, ctx->keylen);
+    OPENSSL_free(ctx);
+}
+
+static int set_key(hwaf_mac_ctx *ctx, const unsigned char *key, size_t keylen)
+{
+    unsigned char *k = OPENSSL_malloc(keylen ? keylen : 1);
+
+    if (k == NULL) {
+        HWAF_RAISE(ctx->prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    if (keylen > 0)
+        memcpy(k, key, keylen);
+    OPENSSL_clear_free(ctx->key, ctx->keylen);
+    ctx->key = k;
+    ctx->keylen = keylen;
+    ctx->key_set = 1;
+    detach(ctx);   /* the next init opens a session with the new key */
+    return 1;
+}
+
+static void *mac_dupctx(void *vctx)
+{
+    hwaf_mac_ctx *src = vctx, *dst;
+    hwaf_be_md *be = NULL;
+
+    if (src->broken) {
+        HWAF_RAISE(src->prov, HWAF_R_FORK_RECOVERY_FAILED, NULL);
+        return NULL;
+    }
+    if (src->be != NULL && !src->impl->be->md_dup(&be, src->be))
+        return NULL;
+    dst = mac_newctx(src->prov, src->slot);
+    if (dst == NULL || (src->key_set && !set_key(dst, src->key, src->keylen))) {
+        if (be != NULL)
+            src->impl->be->md_close(be);
+        mac_freectx(dst);
+        return NULL;
+    }
+    dst->impl = src->impl;
+    dst->finalised = src->finalised;
+    if (be != NULL)
+        attach(dst, be);
+    return dst;
+}
+
+/* Is name one of the colon-separated names? */
+static int has_name(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+
+    while (*names != '\0') {
+        size_t len = strcspn(names, ":");
+
+        if (len == n && strncasecmp(names, name, n) == 0)
+            return 1;
+        names += len;
+        if (*names == ':')
+            names++;
+    }
+    return 0;
+}
+
+static int set_digest(hwaf_mac_ctx *ctx, const char *name)
+{
+    int a;
+
+    for (a = HWAF_ALG_HMAC_SHA1; a <= HWAF_ALG_HMAC_SHA2_512; a++) {
+        const hwaf_alg *md = &hwaf_algs[HWAF_ALG_SHA1 + (a - HWAF_ALG_HMAC_SHA1)];
+
+        if (!has_name(md->names, name))
+            continue;
+        if (ctx->prov->slot[a][ctx->slot] == NULL)
+            break;
+        if (ctx->impl != ctx->prov->slot[a][ctx->slot]) {
+            detach(ctx);
+            ctx->impl = ctx->prov->slot[a][ctx->slot];
+        }
+        return 1;
+    }
+    HWAF_RAISE(ctx->prov, HWAF_R_DIGEST_NOT_OFFERED,
+               "%s (hwaf's HMAC: SHA1, SHA2-224/256/384/512 where the kernel has them)",
+               name);
+    return 0;
+}
+
+static int mac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    hwaf_mac_ctx *ctx = vctx;
+    const OSSL_PARAM *p;
+
+    if (params == NULL)
+        return 1;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST)) != NULL) {
+        if (p->data_type != OSSL_PARAM_UTF8_STRING)
+            return hwaf_param_failed(ctx->prov, p->key);
+        if (!set_digest(ctx, p->data))
+            return 0;
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_PROPERTIES)) != NULL
+        && p->data_type != OSSL_PARAM_UTF8_STRING)
+        return hwaf_param_failed(ctx->prov, p->key);
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING)
+            return hwaf_param_failed(ctx->prov, p->key);
+        if (!set_key(ctx, p->data, p->data_size))
+            return 0;
+    }
+    return 1;
+}
+
+static const OSSL_PARAM mac_known_settable_ctx_params[] = {
+    OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, NULL, 0),
+    OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_PROPERTIES, NULL, 0),
+    OSSL_PARAM_octet_string(OSSL_MAC_PARAM_KEY, NULL, 0),
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *mac_settable_ctx_params(void *cctx, void *provctx)
+{
+    return mac_known_settable_ctx_params;
+}
+
+static int mac_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    hwaf_mac_ctx *ctx = vctx;
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ctx->impl != NULL ? ctx->impl->alg->mdlen : 0))
+        return hwaf_param_failed(ctx->prov, p->key);
+    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ctx->impl != NULL ? ctx->impl->alg->blocklen : 0))
+        return hwaf_param_failed(ctx->prov, p->key);
+    if (ctx->impl != NULL)
+        return hwaf_impl_get_params(ctx->impl, params);
+    return 1;
+}
+
+static const OSSL_PARAM mac_known_gettable_ctx_params[] = {
+    OSSL_PARAM_size_t(OSSL_MAC_PARAM_SIZE, NULL),
+    OSSL_PARAM_size_t(OSSL_MAC_PARAM_BLOCK_SIZE, NULL),
+    HWAF_IMPL_GETTABLE_PARAMS,
+    OSSL_PARAM_END
+};
+
+static const OSSL_PARAM *mac_gettable_ctx_params(void *cctx, void *provctx)
+{
+    return mac_known_gettable_ctx_params;
+}
+
+static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
+                    const OSSL_PARAM params[])
+{
+    hwaf_mac_ctx *ctx = vctx;
+    hwaf_be_md *be;
+
+    if (!mac_set_ctx_params(ctx, params))
+        return 0;
+    if (key != NULL && !set_key(ctx, key, keylen))
+        return 0;
+    if (ctx->impl == NULL) {
+        HWAF_RAISE(ctx->prov, HWAF_R_NO_DIGEST_SET, NULL);
+        return 0;
+    }
+    if (!ctx->key_set) {
+        HWAF_RAISE(ctx->prov, HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    ctx->broken = 0;
+    ctx->finalised = 0;
+    if (ctx->be != NULL && ctx->impl->be->md_reset(ctx->be))
+        return 1;
+    detach(ctx);
+    if (!ctx->impl->be->mac_open(&be, ctx->impl, ctx->key, ctx->keylen))
+        return 0;
+    attach(ctx, be);
+    return 1;
+}
+
+static int mac_ready(hwaf_mac_ctx *ctx)
+{
+    if (ctx->be == NULL) {
+        HWAF_RAISE(ctx->prov, HWAF_R_NOT_INITIALISED, NULL);
+        return 0;
+    }
+    if (ctx->broken) {
+        HWAF_RAISE(ctx->prov, HWAF_R_FORK_RECOVERY_FAILED,
+                   "the running MAC was lost in fork(); initialise again");
+        return 0;
+    }
+    if (ctx->finalised) {
+        HWAF_RAISE(ctx->prov, HWAF_R_UPDATE_AFTER_FINAL,
+                   "initialise the context again first");
+        return 0;
+    }
+    return 1;
+}
+
+static int mac_update(void *vctx, const unsigned char *in, size_t inl)
+{
+    hwaf_mac_ctx *ctx = vctx;
+
+    if (!mac_ready(ctx))
+        return 0;
+    return ctx->impl->be->md_update(ctx->be, in, inl);
+}
+
+static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
+{
+    hwaf_mac_ctx *ctx = vctx;
+    size_t mdlen;
+
+    if (!mac_ready(ctx))
+        return 0;
+    mdlen = ctx->impl->alg->mdlen;
+    if (outsize < mdlen) {
+        HWAF_RAISE(ctx->prov, HWAF_R_OUTPUT_BUFFER_TOO_SMALL,
+                   "%zu bytes, the MAC is %zu", outsize, mdlen);
+        return 0;
+    }
+    ctx->finalised = 1;
+    if (!ctx->impl->be->md_final(ctx->be, out))
+        return 0;
+    *outl = mdlen;
+    return 1;
+}
+
+#define MAC_SLOT(s)                                                                \
+    static OSSL_FUNC_mac_newctx_fn mnewctx_##s;                                    \
+    static void *mnewctx_##s(void *provctx)                                        \
+    {                                                                              \
+        return mac_newctx(provctx, s);                                             \
+    }                                                                              \
+    static const OSSL_DISPATCH mfns_##s[] = {                                      \
+        { OSSL_FUNC_MAC_NEWCTX, (void (*)(void))mnewctx_##s },                     \
+        { OSSL_FUNC_MAC_DUPCTX, (void (*)(void))mac_dupctx },                      \
+        { OSSL_FUNC_MAC_FREECTX, (void (*)(void))mac_freectx },                    \
+        { OSSL_FUNC_MAC_INIT, (void (*)(void))mac_init },                          \
+        { OSSL_FUNC_MAC_UPDATE, (void (*)(void))mac_update },                      \
+        { OSSL_FUNC_MAC_FINAL, (void (*)(void))mac_final },                        \
+        { OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS, (void (*)(void))mac_gettable_ctx_params }, \
+        { OSSL_FUNC_MAC_GET_CTX_PARAMS, (void (*)(void))mac_get_ctx_params },      \
+        { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS, (void (*)(void))mac_settable_ctx_params }, \
+        { OSSL_FUNC_MAC_SET_CTX_PARAMS, (void (*)(void))mac_set_ctx_params },      \
+        { 0, NULL }                                                                \
+    };
+
+MAC_SLOT(0) MAC_SLOT(1) MAC_SLOT(2) MAC_SLOT(3)
+
+static const OSSL_DISPATCH *const mac_tables[HWAF_NSLOTS] = {
+    mfns_0, mfns_1, mfns_2, mfns_3
+};
+
+const OSSL_DISPATCH *hwaf_mac_dispatch(int slot)
+{
+    return mac_tables[slot];
+}
