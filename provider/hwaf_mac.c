@@ -3,6 +3,12 @@
  * chosen by parameter and picks the implementation (hmac(sha256), ...) of
  * the same backend and hardware class as the fetched HMAC; the running
  * state lives in the kernel, so copies and fork() work as for digests.
+ *
+ * A digest the kernel does not serve here (libssl's TLS PRF asks for
+ * MD5-SHA1, for instance) would make an application that prefers hwaf
+ * fail.  A software HMAC (hwaf.hw=no) hands such a context to another
+ * provider's HMAC in the same library context ("provider!=hwaf"); its
+ * hwaf-driver then reads "none".  A hardware HMAC refuses the digest.
  */
 #include <stddef.h>
 #include <string.h>
@@ -10,6 +16,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/params.h>
 #include "hwaf_local.h"
 #include "hwaf_err.h"
@@ -20,6 +27,7 @@ typedef struct hwaf_mac_ctx_st {
     int slot;
     const hwaf_impl *impl;   /* NULL until a digest is set */
     hwaf_be_md *be;
+    EVP_MAC_CTX *soft;       /* a digest hwaf does not serve: another provider's */
     hwaf_fork_node node;
     unsigned char *key;
     size_t keylen;
@@ -103,6 +111,7 @@ static void mac_freectx(void *vctx)
     if (ctx == NULL)
         return;
     detach(ctx);
+    EVP_MAC_CTX_free(ctx->soft);
     OPENSSL_clear_free(ctx->key, ctx->keylen);
     OPENSSL_free(ctx);
 }
@@ -130,6 +139,14 @@ static void *mac_dupctx(void *vctx)
     hwaf_mac_ctx *src = vctx, *dst;
     hwaf_be_md *be = NULL;
 
+    if (src->soft != NULL) {
+        dst = mac_newctx(src->prov, src->slot);
+        if (dst != NULL && (dst->soft = EVP_MAC_CTX_dup(src->soft)) == NULL) {
+            mac_freectx(dst);
+            dst = NULL;
+        }
+        return dst;
+    }
     if (src->broken) {
         HWAF_RAISE(src->prov, HWAF_R_FORK_RECOVERY_FAILED, NULL);
         return NULL;
@@ -167,6 +184,21 @@ static int has_name(const char *names, const char *name)
     return 0;
 }
 
+/* Hand the context to another provider's HMAC, or 0 when not allowed. */
+static int go_soft(hwaf_mac_ctx *ctx)
+{
+    EVP_MAC *m;
+
+    if (ctx->slot % 2 == 0)   /* a hardware slot: HWAF_SLOT() */
+        return 0;
+    if (ctx->soft != NULL)
+        return 1;
+    m = EVP_MAC_fetch(ctx->prov->libctx, "HMAC", "provider!=hwaf");
+    ctx->soft = m != NULL ? EVP_MAC_CTX_new(m) : NULL;
+    EVP_MAC_free(m);
+    return ctx->soft != NULL;
+}
+
 static int set_digest(hwaf_mac_ctx *ctx, const char *name)
 {
     int a;
@@ -182,6 +214,13 @@ static int set_digest(hwaf_mac_ctx *ctx, const char *name)
             detach(ctx);
             ctx->impl = ctx->prov->slot[a][ctx->slot];
         }
+        EVP_MAC_CTX_free(ctx->soft);
+        ctx->soft = NULL;
+        return 1;
+    }
+    if (go_soft(ctx)) {
+        detach(ctx);
+        ctx->impl = NULL;
         return 1;
     }
     HWAF_RAISE(ctx->prov, HWAF_R_DIGEST_NOT_OFFERED,
@@ -202,6 +241,13 @@ static int mac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             return hwaf_param_failed(ctx->prov, p->key);
         if (!set_digest(ctx, p->data))
             return 0;
+    }
+    if (ctx->soft != NULL) {
+        /* The key too: keep it for a later digest hwaf does serve. */
+        if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL
+            && p->data_type == OSSL_PARAM_OCTET_STRING && !set_key(ctx, p->data, p->data_size))
+            return 0;
+        return EVP_MAC_CTX_set_params(ctx->soft, params);
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_PROPERTIES)) != NULL
         && p->data_type != OSSL_PARAM_UTF8_STRING)
@@ -232,6 +278,23 @@ static int mac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     hwaf_mac_ctx *ctx = vctx;
     OSSL_PARAM *p;
 
+    if (ctx->soft != NULL) {
+        if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
+            && !OSSL_PARAM_set_utf8_string(p, "none"))
+            return hwaf_param_failed(ctx->prov, p->key);
+        if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_BACKEND)) != NULL
+            && !OSSL_PARAM_set_utf8_string(p, "none"))
+            return hwaf_param_failed(ctx->prov, p->key);
+        if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL && !OSSL_PARAM_set_int(p, 0))
+            return hwaf_param_failed(ctx->prov, p->key);
+        if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_SIZE)) != NULL
+            && !OSSL_PARAM_set_size_t(p, EVP_MAC_CTX_get_mac_size(ctx->soft)))
+            return hwaf_param_failed(ctx->prov, p->key);
+        if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_BLOCK_SIZE)) != NULL
+            && !OSSL_PARAM_set_size_t(p, EVP_MAC_CTX_get_block_size(ctx->soft)))
+            return hwaf_param_failed(ctx->prov, p->key);
+        return 1;
+    }
     if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_SIZE)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->impl != NULL ? ctx->impl->alg->mdlen : 0))
         return hwaf_param_failed(ctx->prov, p->key);
@@ -265,6 +328,8 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
         return 0;
     if (key != NULL && !set_key(ctx, key, keylen))
         return 0;
+    if (ctx->soft != NULL)
+        return EVP_MAC_init(ctx->soft, ctx->key_set ? ctx->key : NULL, ctx->keylen, NULL);
     if (ctx->impl == NULL) {
         HWAF_RAISE(ctx->prov, HWAF_R_NO_DIGEST_SET, NULL);
         return 0;
@@ -307,6 +372,8 @@ static int mac_update(void *vctx, const unsigned char *in, size_t inl)
 {
     hwaf_mac_ctx *ctx = vctx;
 
+    if (ctx->soft != NULL)
+        return EVP_MAC_update(ctx->soft, in, inl);
     if (!mac_ready(ctx))
         return 0;
     return ctx->impl->be->md_update(ctx->be, in, inl);
@@ -317,6 +384,8 @@ static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsiz
     hwaf_mac_ctx *ctx = vctx;
     size_t mdlen;
 
+    if (ctx->soft != NULL)
+        return EVP_MAC_final(ctx->soft, out, outl, outsize);
     if (!mac_ready(ctx))
         return 0;
     mdlen = ctx->impl->alg->mdlen;

@@ -27,18 +27,66 @@ namespace {
 const char *const kHwYes = "provider=" HWAF_PROVIDER_NAME "," HWAF_PROP_HW "=yes";
 const char *const kHwNo = "provider=" HWAF_PROVIDER_NAME "," HWAF_PROP_HW "=no";
 
+const char *const kGcmNames[] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
+
+bool is_gcm(const std::string &name)
+{
+    for (const char *g : kGcmNames)
+        if (name == g)
+            return true;
+    return false;
+}
+
 bool is_cipher(const std::string &name)
 {
     for (const auto &c : kCiphers)
         if (name == c.name)
             return true;
-    return false;
+    return is_gcm(name);
+}
+
+/* The digest of an HMAC implementation, from its kernel driver's name. */
+const char *hmac_digest(const std::string &driver)
+{
+    for (const char *d : {"sha1", "sha224", "sha256", "sha384", "sha512"})
+        if (driver.find(d) != std::string::npos)
+            return d;
+    return "SHA256";
+}
+
+/* An HMAC context for digest md from the HMAC fetched with query. */
+EVP_MAC_CTX *hmac_ctx(OSSL_LIB_CTX *lib, const std::string &query, const char *md, std::string *provider)
+{
+    EVP_MAC *m = EVP_MAC_fetch(lib, "HMAC", query.c_str());
+    if (m == nullptr)
+        return nullptr;
+    if (provider != nullptr)
+        *provider = OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(m));
+    EVP_MAC_CTX *x = EVP_MAC_CTX_new(m);
+    EVP_MAC_free(m);
+    static const unsigned char key[20] = {1, 2, 3};
+    OSSL_PARAM p[] = {OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)md, 0), OSSL_PARAM_END};
+    if (x != nullptr && !EVP_MAC_init(x, key, sizeof(key), p)) {
+        EVP_MAC_CTX_free(x);
+        return nullptr;
+    }
+    return x;
 }
 
 /* Our canonical name for whatever name the provider listed (it may use an
- * alias); "" when it is none of the 13. */
+ * alias); "" when it is none of the 13 ciphers and digests, 3 GCM ciphers
+ * and HMAC. */
 std::string canonical(OSSL_LIB_CTX *lib, const std::string &name)
 {
+    if (name == "HMAC")
+        return name;
+    for (const char *g : kGcmNames) {
+        EVP_CIPHER *e = EVP_CIPHER_fetch(lib, g, "provider=default");
+        bool is = e != nullptr && EVP_CIPHER_is_a(e, name.c_str());
+        EVP_CIPHER_free(e);
+        if (is)
+            return g;
+    }
     for (const auto &c : kCiphers) {
         EVP_CIPHER *e = EVP_CIPHER_fetch(lib, c.name, "provider=default");
         bool is = e != nullptr && EVP_CIPHER_is_a(e, name.c_str());
@@ -64,10 +112,27 @@ struct Served {
 };
 
 /* Fetch name with an exact query (no HWAF_TEST_BACKEND added), set up a
- * context and read what serves it. */
-Served serve(OSSL_LIB_CTX *lib, const std::string &name, const std::string &query)
+ * context and read what serves it.  HMAC: with the digest named in driver. */
+Served serve(OSSL_LIB_CTX *lib, const std::string &name, const std::string &query,
+             const std::string &driver = "sha256")
 {
     Served s;
+    if (name == "HMAC") {
+        EVP_MAC_CTX *x = hmac_ctx(lib, query, hmac_digest(driver), &s.provider);
+        if (x == nullptr)
+            return s;
+        char drv[128] = "", be[32] = "";
+        int hw = -1;
+        OSSL_PARAM p[] = {OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, drv, sizeof(drv)),
+                          OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, be, sizeof(be)),
+                          OSSL_PARAM_int(HWAF_PARAM_HW, &hw), OSSL_PARAM_END};
+        s.ok = EVP_MAC_CTX_get_params(x, p) == 1;
+        s.driver = drv;
+        s.backend = be;
+        s.hw = hw;
+        EVP_MAC_CTX_free(x);
+        return s;
+    }
     if (is_cipher(name)) {
         CipherPtr c(EVP_CIPHER_fetch(lib, name.c_str(), query.c_str()));
         if (!c)
@@ -108,6 +173,45 @@ Served serve(OSSL_LIB_CTX *lib, const std::string &name, const std::string &quer
         in[i] = (unsigned char)(i * 31 + 7);
     for (size_t i = 0; i < key.size(); i++)
         key[i] = (unsigned char)(i * 13 + 5);
+    if (name == "HMAC") {
+        for (const char *md : {"SHA1", "SHA2-224", "SHA2-256", "SHA2-384", "SHA2-512"}) {
+            std::string r[2];
+            for (int k = 0; k < 2; k++) {
+                EVP_MAC_CTX *x = hmac_ctx(lib, k ? "provider=default" : query, md, nullptr);
+                unsigned char out[64];
+                size_t n = 0;
+                if (x == nullptr || !EVP_MAC_update(x, in.data(), in.size()) || !EVP_MAC_final(x, out, &n, 64))
+                    r[k] = "failed";
+                else
+                    r[k] = tohex(out, n);
+                EVP_MAC_CTX_free(x);
+            }
+            if (r[0] != r[1] || r[0] == "failed")
+                return ::testing::AssertionFailure() << "HMAC " << md << " differs from the default provider\n"
+                                                     << error_queue_text();
+        }
+        return ::testing::AssertionSuccess();
+    }
+    if (is_gcm(name)) {
+        /* One encryption: ciphertext and tag as the default provider's. */
+        std::string r[2];
+        for (int k = 0; k < 2; k++) {
+            CipherPtr c(EVP_CIPHER_fetch(lib, name.c_str(), k ? "provider=default" : query.c_str()));
+            CtxPtr x(EVP_CIPHER_CTX_new());
+            Bytes out(in.size()), tag(16);
+            int n = 0;
+            if (!c || !EVP_EncryptInit_ex2(x.get(), c.get(), key.data(), iv.data(), nullptr)
+                || !EVP_EncryptUpdate(x.get(), out.data(), &n, in.data(), (int)in.size())
+                || !EVP_EncryptFinal_ex(x.get(), out.data() + n, &n)
+                || !EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag.data()))
+                r[k] = "failed";
+            else
+                r[k] = tohex(out) + tohex(tag);
+        }
+        if (r[0] != r[1] || r[0] == "failed")
+            return ::testing::AssertionFailure() << name << " differs from the default provider\n" << error_queue_text();
+        return ::testing::AssertionSuccess();
+    }
     if (is_cipher(name)) {
         CipherPtr h(EVP_CIPHER_fetch(lib, name.c_str(), query.c_str()));
         CipherPtr d(EVP_CIPHER_fetch(lib, name.c_str(), "provider=default"));
@@ -139,6 +243,9 @@ std::vector<std::string> all_names()
         v.push_back(c.name);
     for (const auto &d : kDigests)
         v.push_back(d.name);
+    for (const char *g : kGcmNames)
+        v.push_back(g);
+    v.push_back("HMAC");
     return v;
 }
 
@@ -175,7 +282,7 @@ TEST_F(Props, EveryImplementationListedAndLabelled)
         listed.insert(name);
         EXPECT_TRUE(l.backend == "afalg" || l.backend == "devcrypto") << l.backend;
         std::string q = std::string("provider=hwaf," HWAF_PROP_HW "=") + (l.hw ? "yes" : "no") + ",hwaf.backend=" + l.backend;
-        Served s = serve(lib, name, q);
+        Served s = serve(lib, name, q, l.driver);
         ASSERT_TRUE(s.ok) << name << " listed but fetch '" << q << "' fails\n" << error_queue_text();
         EXPECT_EQ(s.provider, HWAF_PROVIDER_NAME);
         EXPECT_EQ(s.driver, l.driver) << name << " " << q;
@@ -187,6 +294,13 @@ TEST_F(Props, EveryImplementationListedAndLabelled)
     std::vector<std::string> seen;
     EVP_CIPHER_do_all_provided(lib, collect_cipher, &seen);
     EVP_MD_do_all_provided(lib, collect_md, &seen);
+    EVP_MAC_do_all_provided(
+        lib,
+        [](EVP_MAC *m, void *arg) {
+            if (strcmp(OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(m)), HWAF_PROVIDER_NAME) == 0)
+                ((std::vector<std::string> *)arg)->push_back(EVP_MAC_get0_name(m));
+        },
+        &seen);
     std::multiset<std::string> enumerated;
     for (const auto &n : seen) {
         std::string c = canonical(lib, n);
@@ -196,7 +310,17 @@ TEST_F(Props, EveryImplementationListedAndLabelled)
     /* One listed line per implementation: an implementation without the
      * hwaf.hw and hwaf.backend labels could not be served by its line's
      * exact query above, and would be counted here. */
-    EXPECT_EQ(enumerated, listed) << "implementations EVP enumerates vs lines hwaf lists";
+    /* HMAC is one implementation per backend and class, listed once per
+     * digest. */
+    std::multiset<std::string> listed_impls;
+    std::set<std::string> hmac_slots;
+    for (const ImplLine &l : lines) {
+        if (l.name != "HMAC")
+            listed_impls.insert(canonical(lib, l.name));
+        else if (hmac_slots.insert(l.backend + (l.hw ? "/hw" : "/sw")).second)
+            listed_impls.insert("HMAC");
+    }
+    EXPECT_EQ(enumerated, listed_impls) << "implementations EVP enumerates vs lines hwaf lists";
     for (const auto &name : all_names()) {
         bool any = listed.count(name) > 0;
         bool yes = false, no = false;
@@ -310,7 +434,9 @@ TEST_F(GuestCpuOnly, HwYesFailsCleanlyEverywhere)
         per_backend[l.backend]++;
     /* Every algorithm once per usable backend: AF_ALG always here, and
      * /dev/crypto when the test runs with one. */
-    EXPECT_EQ(per_backend["afalg"], 13u) << "every algorithm once from AF_ALG";
+    /* 13 ciphers and digests, 3 GCM and 5 HMAC digests (listed once each
+     * under "HMAC"); /dev/crypto has no GCM or HMAC yet. */
+    EXPECT_EQ(per_backend["afalg"], 21u) << "every algorithm once from AF_ALG";
     if (env().backend == "devcrypto")
         EXPECT_EQ(per_backend["devcrypto"], 13u) << "every algorithm once from /dev/crypto";
     ASSERT_EQ(lines.size(), per_backend["afalg"] + per_backend["devcrypto"]);
