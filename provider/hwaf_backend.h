@@ -199,5 +199,10 @@ void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */
 void hwaf_stats_add_spliced(size_t bytes);
 uint64_t hwaf_stats_spliced(void);
+/* The per-process record under $HWAF_STATS (hwaf_stats.c): read the
+ * environment once, bring the record up to date, restart it in a child. */
+void hwaf_stats_init(void);
+void hwaf_stats_flush(void);
+void hwaf_stats_forked(void);
 
 #endif

@@ -56,6 +56,7 @@ static void fork_child(void)
     __atomic_add_fetch(&hwaf_fork_generation, 1, __ATOMIC_SEQ_CST);
     for (m = mutex_head.next; m != &mutex_head; m = m->next)
         pthread_mutex_init(&m->m, NULL);
+    hwaf_stats_forked();
     for (n = fork_head.next; n != &fork_head; n = n->next)
         n->child(n);
     pthread_mutex_init(&fork_lock, NULL);

@@ -380,6 +380,7 @@ static void prov_teardown(void *provctx)
                (unsigned long long)bytes[HWAF_BE_AFALG],
                (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
                (unsigned long long)bytes[HWAF_BE_DEVCRYPTO]);
+    hwaf_stats_flush();
     prov_free(provctx);
 }
 
@@ -553,6 +554,7 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         HWAF_RAISE(prov, HWAF_R_FORK_RECOVERY_FAILED, "pthread_atfork failed");
         goto err;
     }
+    hwaf_stats_init();
     probe_lock();
     probe_kernel(&prov->cfg);
     if (!build_tables(prov)) {

@@ -1,18 +1,154 @@
 /*
  * Counters of work handed to each backend, for HWAF_PARAM_*_OPS/BYTES, and
- * of system calls that failed for want of resources (hwaf_sys.h).
+ * their optional per-process record for applications that never read
+ * provider parameters: with HWAF_STATS=DIR in the environment, every process
+ * that hands work to a backend keeps DIR/hwaf-stats.<prog>.<pid> up to date
+ * (one line, rewritten after each MiB or 1024 operations, and when the
+ * provider unloads).  Processes that end with _exit() (sshd's children) or
+ * are killed lose at most the last step.  A child after fork() counts from
+ * zero in its own file; the parameters keep counting since the module was
+ * loaded.  docs/config.md documents the format.  Also the count of system
+ * calls that failed for want of resources (hwaf_sys.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "hwaf_backend.h"
+#include "hwaf_debug.h"
 #include "hwaf_sys.h"
 
 static uint64_t stat_ops[HWAF_BE_COUNT];
 static uint64_t stat_bytes[HWAF_BE_COUNT];
+static uint64_t stat_spliced;
+
+#define RECORD_BYTES_STEP (1u << 20)
+#define RECORD_OPS_STEP 1024u
+
+static int record_on;                 /* HWAF_STATS names a directory */
+static char record_dir[PATH_MAX - 64];
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t record_once = PTHREAD_ONCE_INIT;
+static int record_fd = -1;
+static pid_t record_pid;
+static uint64_t record_base_ops[HWAF_BE_COUNT], record_base_bytes[HWAF_BE_COUNT];
+static uint64_t record_base_spliced;
+static uint64_t record_next_ops, record_next_bytes; /* totals that trigger a write */
+
+static void totals(uint64_t *ops, uint64_t *bytes)
+{
+    int be;
+
+    *ops = *bytes = 0;
+    for (be = 0; be < HWAF_BE_COUNT; be++) {
+        *ops += __atomic_load_n(&stat_ops[be], __ATOMIC_RELAXED);
+        *bytes += __atomic_load_n(&stat_bytes[be], __ATOMIC_RELAXED);
+    }
+}
+
+static void record_write_locked(void)
+{
+    uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT], tops, tbytes;
+    char line[512];
+    int be, n;
+
+    if (record_pid != getpid()) {
+        /* First record of this process: a fresh file (a descriptor inherited
+         * across fork() is the parent's file, closed only in this copy). */
+        char path[PATH_MAX];
+
+        if (record_fd >= 0)
+            close(record_fd);
+        record_pid = getpid();
+        snprintf(path, sizeof(path), "%s/hwaf-stats.%s.%d", record_dir,
+                 program_invocation_short_name, (int)record_pid);
+        record_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (record_fd < 0)
+            HWAF_DEBUG("stats: cannot write %s: %s", path, strerror(errno));
+    }
+    totals(&tops, &tbytes);
+    record_next_ops = tops + RECORD_OPS_STEP;
+    record_next_bytes = tbytes + RECORD_BYTES_STEP;
+    if (record_fd < 0)
+        return;
+    for (be = 0; be < HWAF_BE_COUNT; be++) {
+        hwaf_stats_get(be, &ops[be], &bytes[be]);
+        ops[be] -= record_base_ops[be];
+        bytes[be] -= record_base_bytes[be];
+    }
+    n = snprintf(line, sizeof(line),
+                 "pid=%d prog=%s afalg_ops=%llu afalg_bytes=%llu "
+                 "devcrypto_ops=%llu devcrypto_bytes=%llu afalg_spliced_bytes=%llu\n",
+                 (int)record_pid, program_invocation_short_name,
+                 (unsigned long long)ops[HWAF_BE_AFALG], (unsigned long long)bytes[HWAF_BE_AFALG],
+                 (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
+                 (unsigned long long)bytes[HWAF_BE_DEVCRYPTO],
+                 (unsigned long long)(hwaf_stats_spliced() - record_base_spliced));
+    if (n > 0 && pwrite(record_fd, line, (size_t)n, 0) == n)
+        (void)ftruncate(record_fd, n);
+}
+
+static void record_setup(void)
+{
+    const char *dir = getenv("HWAF_STATS");
+
+    if (dir == NULL || *dir == '\0' || strlen(dir) >= sizeof(record_dir))
+        return;
+    strcpy(record_dir, dir);
+    record_on = 1;
+}
+
+void hwaf_stats_init(void)
+{
+    pthread_once(&record_once, record_setup);
+}
+
+void hwaf_stats_flush(void)
+{
+    if (!record_on)
+        return;
+    pthread_mutex_lock(&record_lock);
+    if (record_pid == getpid())
+        record_write_locked();
+    pthread_mutex_unlock(&record_lock);
+}
+
+void hwaf_stats_forked(void)
+{
+    int be;
+
+    if (!record_on)
+        return;
+    pthread_mutex_init(&record_lock, NULL);
+    for (be = 0; be < HWAF_BE_COUNT; be++)
+        hwaf_stats_get(be, &record_base_ops[be], &record_base_bytes[be]);
+    record_base_spliced = hwaf_stats_spliced();
+    record_next_ops = record_next_bytes = 0; /* the first operation writes */
+}
+
+static void record_maybe(void)
+{
+    uint64_t ops, bytes;
+
+    totals(&ops, &bytes);
+    if (ops < __atomic_load_n(&record_next_ops, __ATOMIC_RELAXED)
+        && bytes < __atomic_load_n(&record_next_bytes, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&record_lock);
+    record_write_locked();
+    pthread_mutex_unlock(&record_lock);
+}
 
 void hwaf_stats_add(int be, size_t bytes)
 {
     __atomic_add_fetch(&stat_ops[be], 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&stat_bytes[be], (uint64_t)bytes, __ATOMIC_RELAXED);
+    if (record_on)
+        record_maybe();
 }
 
 void hwaf_stats_get(int be, uint64_t *ops, uint64_t *bytes)
@@ -20,8 +156,6 @@ void hwaf_stats_get(int be, uint64_t *ops, uint64_t *bytes)
     *ops = __atomic_load_n(&stat_ops[be], __ATOMIC_RELAXED);
     *bytes = __atomic_load_n(&stat_bytes[be], __ATOMIC_RELAXED);
 }
-
-static uint64_t stat_spliced;
 
 void hwaf_stats_add_spliced(size_t bytes)
 {
