@@ -223,6 +223,10 @@ static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     int r;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov)) {
+        OPENSSL_free(s);
+        return 0;
+    }
     if (s == NULL) {
         HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg cipher");
         return 0;
@@ -571,12 +575,15 @@ static hwaf_be_md *md_alloc(const hwaf_impl *impl)
 
 static int afalg_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 {
-    hwaf_be_md *s = md_alloc(impl);
+    hwaf_be_md *s;
     md_pool *p;
     int err = 0;
     const char *call = NULL;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
+    s = md_alloc(impl);
     if (s == NULL)
         return 0;
     p = pool_lock(impl);
@@ -653,9 +660,12 @@ static int afalg_md_reset(hwaf_be_md *s)
 
 static int afalg_md_dup(hwaf_be_md **out, hwaf_be_md *s)
 {
-    hwaf_be_md *d = md_alloc(s->impl);
+    hwaf_be_md *d;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(s->impl->prov))
+        return 0;
+    d = md_alloc(s->impl);
     if (d == NULL)
         return 0;
     /* accept() on a hash operation socket clones its running state. */

@@ -359,6 +359,8 @@ static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     int r;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
     if (!dc_ids(alg, &cipher, &mac) || cipher == 0) {
         HWAF_RAISE(impl->prov, HWAF_R_BACKEND_UNAVAILABLE,
                    "devcrypto has no cipher %s", alg->kname);
@@ -820,6 +822,8 @@ static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
     hwaf_be_md *s = NULL;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
     if (impl->be_data != NULL) {
         dc_pool *p = dc_pool_lock(impl);
 
@@ -997,6 +1001,8 @@ static int dc_md_dup(hwaf_be_md **out, hwaf_be_md *s)
     int r;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(s->impl->prov))
+        return 0;
     if (s->broken) {
         HWAF_RAISE(s->impl->prov, HWAF_R_FORK_RECOVERY_FAILED,
                    "the running hash state was lost at fork()");

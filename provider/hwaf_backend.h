@@ -199,6 +199,15 @@ void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */
 void hwaf_stats_add_spliced(size_t bytes);
 uint64_t hwaf_stats_spliced(void);
+/* Sandboxes (hwaf_sandbox.c): before a backend creates a kernel object,
+ * hwaf_sandbox_allows() says whether a seccomp filter installed since the
+ * provider loaded could kill the process for it; 0 raises HWAF_R_SANDBOXED
+ * on prov and counts a refusal. */
+struct hwaf_prov_st;
+void hwaf_sandbox_init(void);
+void hwaf_sandbox_forked(void); /* in a child, from hwaf_fork.c */
+int hwaf_sandbox_allows(const struct hwaf_prov_st *prov);
+uint64_t hwaf_sandbox_refusals(void);
 /* The per-process record under $HWAF_STATS (hwaf_stats.c): read the
  * environment once, bring the record up to date, restart it in a child. */
 void hwaf_stats_init(void);

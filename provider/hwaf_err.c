@@ -33,6 +33,7 @@ const OSSL_ITEM hwaf_reason_strings[] = {
     { HWAF_R_AAD_AFTER_DATA, "aad given after data" },
     { HWAF_R_NO_DIGEST_SET, "no digest set" },
     { HWAF_R_DIGEST_NOT_OFFERED, "digest not offered by hwaf for this mac" },
+    { HWAF_R_SANDBOXED, "a seccomp filter installed after hwaf loaded forbids kernel crypto calls" },
     { 0, NULL }
 };
 

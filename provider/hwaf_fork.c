@@ -57,6 +57,7 @@ static void fork_child(void)
     for (m = mutex_head.next; m != &mutex_head; m = m->next)
         pthread_mutex_init(&m->m, NULL);
     hwaf_stats_forked();
+    hwaf_sandbox_forked();
     for (n = fork_head.next; n != &fork_head; n = n->next)
         n->child(n);
     pthread_mutex_init(&fork_lock, NULL);

@@ -555,6 +555,7 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         goto err;
     }
     hwaf_stats_init();
+    hwaf_sandbox_init();
     probe_lock();
     probe_kernel(&prov->cfg);
     if (!build_tables(prov)) {

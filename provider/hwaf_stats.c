@@ -82,12 +82,14 @@ static void record_write_locked(void)
     }
     n = snprintf(line, sizeof(line),
                  "pid=%d prog=%s afalg_ops=%llu afalg_bytes=%llu "
-                 "devcrypto_ops=%llu devcrypto_bytes=%llu afalg_spliced_bytes=%llu\n",
+                 "devcrypto_ops=%llu devcrypto_bytes=%llu afalg_spliced_bytes=%llu "
+                 "sandbox_refusals=%llu\n",
                  (int)record_pid, program_invocation_short_name,
                  (unsigned long long)ops[HWAF_BE_AFALG], (unsigned long long)bytes[HWAF_BE_AFALG],
                  (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
                  (unsigned long long)bytes[HWAF_BE_DEVCRYPTO],
-                 (unsigned long long)(hwaf_stats_spliced() - record_base_spliced));
+                 (unsigned long long)(hwaf_stats_spliced() - record_base_spliced),
+                 (unsigned long long)hwaf_sandbox_refusals());
     if (n > 0 && pwrite(record_fd, line, (size_t)n, 0) == n)
         (void)ftruncate(record_fd, n);
 }
