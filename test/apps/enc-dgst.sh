@@ -27,13 +27,15 @@ for c in "aes-256-cbc $K32" "aes-128-ctr $K16"; do
     untouched "$1 enc" "$1.default"
     row "openssl enc -$1 -e" "$ver" "openssl.cnf" "$1.hwaf" "$1.default" "$size"
     rm -f "$tmp/out.default"
-    enc "$1" "$2" "$IV" "$1.dec" hwaf "$tmp/back" -d out.hwaf || bad "$1: hwaf dec failed"
-    same "$1: decrypted through hwaf = original" "$tmp/back" "$tmp/data"
-    carried "$1 dec" "$1.dec" "$size" openssl
+    if [ "$1" = aes-256-cbc ]; then # (CTR decrypts as it encrypts)
+        enc "$1" "$2" "$IV" "$1.dec" hwaf "$tmp/back" -d out.hwaf || bad "$1: hwaf dec failed"
+        same "$1: decrypted through hwaf = original" "$tmp/back" "$tmp/data"
+        carried "$1 dec" "$1.dec" "$size" openssl
+    fi
     rm -f "$tmp/back" "$tmp/out.hwaf"
 done
 
-for d in sha256 sha512 sha1; do
+for d in sha256 sha512; do
     section "openssl dgst -$d"
     with hwaf "$d.hwaf" $OPENSSL dgst "-$d" -r "$tmp/data" >"$tmp/md.hwaf" || bad "$d: hwaf dgst failed"
     with default "$d.default" $OPENSSL dgst "-$d" -r "$tmp/data" >"$tmp/md.default" || bad "$d: default dgst failed"

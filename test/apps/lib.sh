@@ -29,7 +29,8 @@ $*"; }
 
 app_id=$(basename "$0" .sh)
 rows=${HWAF_APPS_RESULTS:+$HWAF_APPS_RESULTS/${HWAF_GUEST_KERNEL:-host}.$app_id.rows}
-[ -z "$rows" ] || { mkdir -p "$HWAF_APPS_RESULTS" && : >"$rows"; }
+[ -z "$rows" ] || { mkdir -p "$HWAF_APPS_RESULTS" && : >"$rows" &&
+    echo "${HWAF_GUEST_KERNEL_VERSION:-$(uname -r)}, $(date -u +%Y-%m-%d)" >"${rows%.rows}.stamp"; }
 
 fails=0
 passes=0
