@@ -188,9 +188,12 @@ static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
             out[k].hw = hwaf_guess_hw(reg[i].driver,
                                       nl == 0 ? (flags & HWAF_CRYPTO_ALG_ASYNC) != 0
                                               : reg[i].async);
-        HWAF_DEBUG("afalg: %s: driver %s priority %d async %d crypto_user %s -> hw %d",
-                   alg->kname, reg[i].driver, reg[i].priority, reg[i].async,
-                   nl == 0 ? "yes" : "no", out[k].hw);
+        if (out[k].hw != 0
+            || (nl == 0 ? (flags & HWAF_CRYPTO_ALG_ASYNC) != 0 : reg[i].async != 0))
+            out[k].req_max = HWAF_REQ_MAX_ASYNC;
+        HWAF_DEBUG("afalg: %s: driver %s priority %d async %d crypto_user %s -> hw %d, "
+                   "request max %zu", alg->kname, reg[i].driver, reg[i].priority,
+                   reg[i].async, nl == 0 ? "yes" : "no", out[k].hw, out[k].req_max);
         k++;
     }
     qsort(out, (size_t)k, sizeof(out[0]), by_priority);
@@ -262,13 +265,18 @@ static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
 
 /*
  * CBC and CTR take any length: the kernel chains rounds of one operation.
- * An XTS data unit must fit one round.
+ * An XTS data unit must fit one round.  Either way no more than the
+ * driver's request limit, if it has one.
  */
 static size_t afalg_cipher_max(hwaf_be_cipher *s)
 {
-    if (s->impl->alg->mode == HWAF_MODE_XTS)
-        return s->max;
-    return SIZE_MAX & ~(size_t)(AFALG_PAGE - 1);
+    size_t max = s->impl->alg->mode == HWAF_MODE_XTS
+                 ? s->max : SIZE_MAX & ~(size_t)(AFALG_PAGE - 1);
+
+    /* A driver's request limit: the mode layer splits to fit. */
+    if (s->impl->drv.req_max != 0 && s->impl->drv.req_max < max)
+        max = s->impl->drv.req_max;
+    return max;
 }
 
 /* The output of one operation; an XTS data unit comes in one read(). */

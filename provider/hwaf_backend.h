@@ -48,7 +48,17 @@ typedef struct hwaf_driver_st {
     char name[HWAF_DRIVER_NAME_MAX]; /* driver name, e.g. "cbc-aes-aesni" */
     int priority;                    /* kernel priority, -1 when unknown */
     int hw;                          /* backend's own verdict: 1 off-CPU, 0 CPU, -1 unknown */
+    size_t req_max;                  /* largest single request the driver is known
+                                      * to take, 0 when unbounded (CPU drivers) */
 } hwaf_driver;
+
+/*
+ * What an asynchronous or hardware driver is trusted with in one request.
+ * Engines have descriptor rings and DMA segment limits: virtio-crypto's
+ * cbc(aes) stops the device (the caller sleeps uninterruptibly) at 128 KiB
+ * and works at 96 KiB.
+ */
+#define HWAF_REQ_MAX_ASYNC ((size_t)64 * 1024)
 
 /* An implementation: one algorithm served by one driver through one backend. */
 typedef struct hwaf_impl_st {
