@@ -188,8 +188,8 @@ static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
             out[k].hw = hwaf_guess_hw(reg[i].driver,
                                       nl == 0 ? (flags & HWAF_CRYPTO_ALG_ASYNC) != 0
                                               : reg[i].async);
-        if (out[k].hw != 0
-            || (nl == 0 ? (flags & HWAF_CRYPTO_ALG_ASYNC) != 0 : reg[i].async != 0))
+        /* Not for every async driver: x86's aesni ciphers are async too. */
+        if (out[k].hw != 0)
             out[k].req_max = HWAF_REQ_MAX_ASYNC;
         HWAF_DEBUG("afalg: %s: driver %s priority %d async %d crypto_user %s -> hw %d, "
                    "request max %zu", alg->kname, reg[i].driver, reg[i].priority,

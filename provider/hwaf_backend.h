@@ -53,7 +53,7 @@ typedef struct hwaf_driver_st {
 } hwaf_driver;
 
 /*
- * What an asynchronous or hardware driver is trusted with in one request.
+ * What a hardware (or unknown) driver is trusted with in one request.
  * Engines have descriptor rings and DMA segment limits: virtio-crypto's
  * cbc(aes) stops the device (the caller sleeps uninterruptibly) at 128 KiB
  * and works at 96 KiB.
