@@ -72,7 +72,16 @@ typedef struct hwaf_impl_st {
                            * backend measures whether it pays, 0 never, 1 always */
     size_t zerocopy_min;  /* ...for operations of at least this many bytes */
     void *be_data;        /* the backend's own, per implementation */
+    /* Size-aware dispatch (hwaf_soft.h): operations of at least offload_min
+     * bytes go to the kernel, smaller ones to soft, the same algorithm in
+     * OpenSSL's default provider.  SIZE_MAX: never offload; 0: always. */
+    size_t offload_min;
+    int offload_src;      /* where offload_min came from: HWAF_SRC_* */
+    struct hwaf_impl_st *soft; /* software twin, NULL when there is none */
 } hwaf_impl;
+
+/* Where a threshold came from (shown by hwaf-info and in buildinfo). */
+enum { HWAF_SRC_DEFAULT, HWAF_SRC_CONFIGURED, HWAF_SRC_CACHED, HWAF_SRC_MEASURED };
 
 typedef struct hwaf_be_cipher_st hwaf_be_cipher; /* opaque, backend-owned */
 typedef struct hwaf_be_md_st hwaf_be_md;         /* opaque, backend-owned */
@@ -208,6 +217,9 @@ void hwaf_stats_add(int be_index, size_t bytes);
 void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */
 void hwaf_stats_add_spliced(size_t bytes);
+/* Work computed in software by size-aware dispatch (hwaf_soft.c). */
+void hwaf_stats_add_soft(size_t bytes);
+void hwaf_stats_get_soft(uint64_t *ops, uint64_t *bytes);
 uint64_t hwaf_stats_spliced(void);
 /* Sandboxes (hwaf_sandbox.c): before a backend creates a kernel object,
  * hwaf_sandbox_allows() says whether a seccomp filter installed since the

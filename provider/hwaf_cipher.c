@@ -15,6 +15,7 @@
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
 #include "hwaf_tls.h"
+#include "hwaf_soft.h"
 #include <hwaf/hwaf.h>
 
 #define BLK 16
@@ -25,8 +26,10 @@
 
 typedef struct hwaf_cipher_ctx_st {
     const hwaf_impl *impl;          /* first: see hwaf_ctx_new() */
-    hwaf_be_cipher *be;
+    hwaf_be_cipher *be;             /* kernel session, opened on first need */
     unsigned int gen;               /* fork generation be was opened in */
+    hwaf_be_cipher *sw;             /* software session (hwaf_soft.h), likewise */
+    int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     unsigned char key[HWAF_MAX_KEY];
     size_t keylen;
     int key_set;
@@ -120,14 +123,53 @@ static hwaf_be_cipher *be_get(hwaf_cipher_ctx *ctx)
  * longer matches what the caller got: refuse the context until the next
  * init, which starts again on a fresh session.
  */
-static int be_crypt(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, int enc,
+static int be_crypt(hwaf_cipher_ctx *ctx, const hwaf_backend *b, hwaf_be_cipher *be, int enc,
                     const unsigned char *iv, const unsigned char *in,
                     unsigned char *out, size_t len)
 {
-    if (ctx->impl->be->cipher_crypt(be, enc, iv, in, out, len))
+    if (b->cipher_crypt(be, enc, iv, in, out, len))
         return 1;
     ctx->failed = 1;
     return 0;
+}
+
+static void sw_drop(hwaf_cipher_ctx *ctx)
+{
+    if (ctx->sw != NULL)
+        ctx->impl->soft->be->cipher_close(ctx->sw);
+    ctx->sw = NULL;
+}
+
+/*
+ * Size-aware dispatch: the session and backend for an operation of n bytes,
+ * the kernel's or the software twin's; both take the same whole blocks and
+ * IV.  NULL when the session cannot be had (error raised).
+ */
+static hwaf_be_cipher *path_get(hwaf_cipher_ctx *ctx, size_t n, const hwaf_backend **b)
+{
+    const hwaf_impl *soft = ctx->impl->soft;
+
+    if (soft == NULL || hwaf_offload(ctx->impl, ctx->offload, n)) {
+        *b = ctx->impl->be;
+        return be_get(ctx);
+    }
+    *b = soft->be;
+    if (ctx->sw == NULL) {
+        if (!ctx->key_set) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+            return NULL;
+        }
+        if (!soft->be->cipher_open(&ctx->sw, soft, ctx->key, ctx->keylen))
+            return NULL;
+    }
+    return ctx->sw;
+}
+
+/* Open the kernel session at init, or only when an operation needs it. */
+static int eager(const hwaf_cipher_ctx *ctx)
+{
+    return ctx->impl->soft == NULL || ctx->offload == HWAF_OFFLOAD_KERNEL
+           || (ctx->offload == HWAF_OFFLOAD_AUTO && ctx->impl->offload_min == 0);
 }
 
 /* ---- the modes ---- */
@@ -148,18 +190,19 @@ static void ctr_add(unsigned char ctr[BLK], size_t blocks)
 static int cbc_blocks(hwaf_cipher_ctx *ctx, unsigned char *out,
                       const unsigned char *in, size_t len)
 {
-    hwaf_be_cipher *be = be_get(ctx);
+    const hwaf_backend *b;
+    hwaf_be_cipher *be = path_get(ctx, len, &b);
     size_t max, n;
     unsigned char next[BLK];
 
     if (be == NULL)
         return 0;
-    max = ctx->impl->be->cipher_max(be) & ~(size_t)(BLK - 1);
+    max = b->cipher_max(be) & ~(size_t)(BLK - 1);
     while (len > 0) {
         n = len < max ? len : max;
         if (!ctx->enc)  /* before an in-place decrypt overwrites it */
             memcpy(next, in + n - BLK, BLK);
-        if (!be_crypt(ctx, be, ctx->enc, ctx->iv, in, out, n))
+        if (!be_crypt(ctx, b, be, ctx->enc, ctx->iv, in, out, n))
             return 0;
         memcpy(ctx->iv, ctx->enc ? out + n - BLK : next, BLK);
         in += n;
@@ -173,6 +216,7 @@ static int cbc_blocks(hwaf_cipher_ctx *ctx, unsigned char *out,
 static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
                      const unsigned char *in, size_t len)
 {
+    const hwaf_backend *b;
     hwaf_be_cipher *be;
     size_t max, n, i, full, tail;
     unsigned char blk[CTR_BOUNCE + BLK];
@@ -185,9 +229,9 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     }
     if (len == 0)
         return 1;
-    if ((be = be_get(ctx)) == NULL)
+    if ((be = path_get(ctx, len, &b)) == NULL)
         return 0;
-    max = ctx->impl->be->cipher_max(be) & ~(size_t)(BLK - 1);
+    max = b->cipher_max(be) & ~(size_t)(BLK - 1);
     full = len & ~(size_t)(BLK - 1);
     tail = len - full;
 
@@ -198,7 +242,7 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
          */
         memcpy(blk, in, len);
         memset(blk + len, 0, BLK - tail);
-        if (!be_crypt(ctx, be, 1, ctx->iv, blk, blk, full + BLK))
+        if (!be_crypt(ctx, b, be, 1, ctx->iv, blk, blk, full + BLK))
             return 0;
         /* The keystream from our copy, before out (maybe in) is written. */
         for (i = 0; i < BLK; i++)
@@ -211,7 +255,7 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     }
     while (full > 0) {
         n = full < max ? full : max;
-        if (!be_crypt(ctx, be, 1, ctx->iv, in, out, n))
+        if (!be_crypt(ctx, b, be, 1, ctx->iv, in, out, n))
             return 0;
         ctr_add(ctx->iv, n / BLK);
         in += n;
@@ -221,7 +265,7 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     if (tail != 0) {
         memcpy(blk, in, tail);
         memset(blk + tail, 0, BLK - tail);
-        if (!be_crypt(ctx, be, 1, ctx->iv, blk, blk, BLK))
+        if (!be_crypt(ctx, b, be, 1, ctx->iv, blk, blk, BLK))
             return 0;
         for (i = 0; i < BLK; i++)
             ctx->buf[i] = blk[i] ^ (i < tail ? in[i] : 0);
@@ -299,7 +343,7 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
             memcpy(piv, ctx->iv, BLK);
         else if (!b->cipher_crypt(ctx->ecb, 0, NULL, t, piv, BLK))
             goto end;
-        if (!be_crypt(ctx, be, ctx->enc, piv, in + off, out + off, n))
+        if (!be_crypt(ctx, ctx->impl->be, be, ctx->enc, piv, in + off, out + off, n))
             goto end;
         xts_mul_alpha(t, n / BLK);
         off += n;
@@ -315,6 +359,7 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
 static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
                     const unsigned char *in, size_t len)
 {
+    const hwaf_backend *b;
     hwaf_be_cipher *be;
     size_t max;
 
@@ -336,12 +381,12 @@ static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
                    "%zu bytes, at most %zu", len, XTS_MAX_UNIT);
         return 0;
     }
-    if ((be = be_get(ctx)) == NULL)
+    if ((be = path_get(ctx, len, &b)) == NULL)
         return 0;
-    max = ctx->impl->be->cipher_max(be);
+    max = b->cipher_max(be);
     if (len > max)
         return xts_split(ctx, be, max, out, in, len);
-    return be_crypt(ctx, be, ctx->enc, ctx->iv, in, out, len);
+    return be_crypt(ctx, b, be, ctx->enc, ctx->iv, in, out, len);
 }
 
 /* ---- EVP dispatch ---- */
@@ -366,6 +411,7 @@ static void *cipher_newctx(void *provctx, int alg, int slot)
         return NULL;
     ctx->keylen = ctx->impl->alg->keylen;
     ctx->pad = 1;
+    ctx->offload = HWAF_OFFLOAD_AUTO;
     return ctx;
 }
 
@@ -377,6 +423,7 @@ static void cipher_freectx(void *vctx)
         return;
     /* A child must not tear down what its parent still uses. */
     be_drop(ctx, ctx->gen != hwaf_fork_generation);
+    sw_drop(ctx);
     OPENSSL_free(ctx->tlsmac);
     OPENSSL_clear_free(ctx, sizeof(*ctx));
 }
@@ -393,6 +440,7 @@ static void *cipher_dupctx(void *vctx)
     *dst = *src;
     dst->be = NULL;
     dst->ecb = NULL;
+    dst->sw = NULL;     /* reopened from the key on first need */
     dst->tlsmac = NULL;
     if (src->tlsmac != NULL
         && (dst->tlsmac = OPENSSL_memdup(src->tlsmac, src->tlsmacsize)) == NULL) {
@@ -400,7 +448,7 @@ static void *cipher_dupctx(void *vctx)
         return NULL;
     }
     /* The copy gets its own kernel session: either may be re-keyed. */
-    if (dst->key_set && !be_open(dst)) {
+    if (dst->key_set && src->be != NULL && !be_open(dst)) {
         OPENSSL_clear_free(dst, sizeof(*dst));
         return NULL;
     }
@@ -450,13 +498,14 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
             HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DUPLICATED_KEYS, NULL);
             return 0;
         }
-        if (!(ctx->key_set && ctx->be != NULL && ctx->gen == hwaf_fork_generation
-              && CRYPTO_memcmp(ctx->key, key, keylen) == 0)) {
+        if (!(ctx->key_set && CRYPTO_memcmp(ctx->key, key, keylen) == 0
+              && (ctx->be != NULL || !eager(ctx)))) {
             be_drop(ctx, ctx->gen != hwaf_fork_generation);
+            sw_drop(ctx);
             ctx->key_set = 0;
             memcpy(ctx->key, key, keylen);
             ctx->keylen = keylen;
-            if (!be_open(ctx)) {
+            if (eager(ctx) && !be_open(ctx)) {
                 OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
                 return 0;
             }
@@ -863,6 +912,9 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC)) != NULL
         && !OSSL_PARAM_set_octet_ptr(p, ctx->tlsmac, ctx->tlsmacsize))
         return hwaf_param_failed(PROV(ctx), p->key);
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !OSSL_PARAM_set_int(p, ctx->offload))
+        return hwaf_param_failed(PROV(ctx), p->key);
     return hwaf_impl_get_params(ctx->impl, params);
 }
 
@@ -874,6 +926,7 @@ static const OSSL_PARAM cipher_known_gettable_ctx_params[] = {
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
     OSSL_PARAM_octet_ptr(OSSL_CIPHER_PARAM_TLS_MAC, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     HWAF_IMPL_GETTABLE_PARAMS,
     OSSL_PARAM_END
 };
@@ -909,6 +962,16 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
                        "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
             return 0;
         }
+    }
+    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL) {
+        int v;
+
+        if (!OSSL_PARAM_get_int(p, &v) || v < HWAF_OFFLOAD_AUTO || v > HWAF_OFFLOAD_KERNEL) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
+                       "%s: -1 (auto), 0 (software) or 1 (kernel)", HWAF_PARAM_OFFLOAD);
+            return 0;
+        }
+        ctx->offload = v;
     }
     if (ALG(ctx)->mode == HWAF_MODE_XTS)
         return 1;
@@ -975,11 +1038,13 @@ static const OSSL_PARAM cipher_known_settable_ctx_params[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_TLS_VERSION, NULL),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_TLS_MAC_SIZE, NULL),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     OSSL_PARAM_END
 };
 
 static const OSSL_PARAM xts_known_settable_ctx_params[] = {
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     OSSL_PARAM_END
 };
 

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@
 #include "hwaf_debug.h"
 
 enum { CFG_BACKENDS, CFG_PREFER, CFG_ALLOW_SOFTWARE, CFG_HW_DRIVERS,
-       CFG_SW_DRIVERS, CFG_DEBUG, CFG_ZEROCOPY, CFG_ZEROCOPY_MIN, CFG_COUNT };
+       CFG_SW_DRIVERS, CFG_DEBUG, CFG_ZEROCOPY, CFG_ZEROCOPY_MIN, CFG_POLICY,
+       CFG_OFFLOAD_MIN, CFG_CALIBRATION, CFG_COUNT };
 
 static const char *const cfg_names[CFG_COUNT] = {
     [CFG_BACKENDS] = "backends",
@@ -29,7 +31,14 @@ static const char *const cfg_names[CFG_COUNT] = {
     [CFG_DEBUG] = "debug",
     [CFG_ZEROCOPY] = "zerocopy",
     [CFG_ZEROCOPY_MIN] = "zerocopy_min",
+    [CFG_POLICY] = "policy",
+    [CFG_OFFLOAD_MIN] = "offload_min",
+    [CFG_CALIBRATION] = "calibration",
 };
+
+/* Used for offload_min when the section does not set it (docs/config.md). */
+#define OFFLOAD_MIN_ENV "HWAF_OFFLOAD_MIN"
+#define OFFLOAD_MIN_MAX (1ull << 30)
 
 #define ZEROCOPY_MIN_DEFAULT (64 * 1024)
 
@@ -134,6 +143,8 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     cfg->allow_software = 1;
     cfg->zerocopy = -1;
     cfg->zerocopy_min = ZEROCOPY_MIN_DEFAULT;
+    cfg->policy = HWAF_POLICY_THROUGHPUT;
+    cfg->offload_auto = 1;
 
     for (; in->function_id != 0; in++)
         if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
@@ -224,6 +235,53 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         }
         cfg->zerocopy_min = (size_t)v;
     }
+    if (val[CFG_POLICY] != NULL) {
+        if (strcmp(val[CFG_POLICY], "throughput") == 0) {
+            cfg->policy = HWAF_POLICY_THROUGHPUT;
+        } else if (strcmp(val[CFG_POLICY], "cpu") == 0) {
+            cfg->policy = HWAF_POLICY_CPU;
+        } else {
+            CONFIG_ERROR(prov, "hwaf: policy = \"%s\": expected throughput or cpu",
+                         val[CFG_POLICY]);
+            return 0;
+        }
+    }
+    {
+        const char *v = val[CFG_OFFLOAD_MIN], *what = "offload_min";
+
+        if (v == NULL && (v = getenv(OFFLOAD_MIN_ENV)) != NULL)
+            what = OFFLOAD_MIN_ENV;
+        if (v != NULL && strcmp(v, "auto") != 0) {
+            char *end;
+            unsigned long long n = strtoull(v, &end, 10);
+
+            cfg->offload_auto = 0;
+            if (strcmp(v, "never") == 0) {
+                cfg->offload_min = SIZE_MAX;
+            } else if (end == v || *end != '\0' || v[0] < '0' || v[0] > '9'
+                       || n > OFFLOAD_MIN_MAX) {
+                CONFIG_ERROR(prov, "hwaf: %s = \"%s\": expected auto, never or a number "
+                             "of bytes from 0 to %llu", what, v, OFFLOAD_MIN_MAX);
+                return 0;
+            } else {
+                cfg->offload_min = (size_t)n;
+            }
+        }
+    }
+    if (val[CFG_CALIBRATION] != NULL) {
+        char err[600];
+
+        if (val[CFG_CALIBRATION][0] == '\0') {
+            CONFIG_ERROR(prov, "hwaf: calibration: expected a file name");
+            return 0;
+        }
+        if ((cfg->calibration = OPENSSL_strdup(val[CFG_CALIBRATION])) == NULL)
+            return 0;
+        if (!hwaf_calib_load(cfg->calibration, &cfg->calib, err, sizeof(err))) {
+            CONFIG_ERROR(prov, "hwaf: calibration: %s", err);
+            return 0;
+        }
+    }
     cfg->hw_drivers = normalise_list(val[CFG_HW_DRIVERS] != NULL ? val[CFG_HW_DRIVERS] : "");
     cfg->sw_drivers = normalise_list(val[CFG_SW_DRIVERS] != NULL ? val[CFG_SW_DRIVERS] : "");
     if (cfg->hw_drivers == NULL || cfg->sw_drivers == NULL)
@@ -289,6 +347,18 @@ static void cfg_value(const hwaf_config *cfg, int key, char *buf, size_t len)
     case CFG_ZEROCOPY_MIN:
         snprintf(buf, len, "%zu", cfg->zerocopy_min);
         break;
+    case CFG_POLICY:
+        snprintf(buf, len, "%s", cfg->policy == HWAF_POLICY_CPU ? "cpu" : "throughput");
+        break;
+    case CFG_OFFLOAD_MIN:
+        if (cfg->offload_auto)
+            snprintf(buf, len, "auto");
+        else
+            hwaf_threshold_text(cfg->offload_min, buf, len);
+        break;
+    case CFG_CALIBRATION:
+        snprintf(buf, len, "%s", cfg->calibration != NULL ? cfg->calibration : "");
+        break;
     case CFG_COUNT:
         break;
     }
@@ -309,6 +379,8 @@ char *hwaf_config_text(const hwaf_config *cfg)
     for (i = 0; i < CFG_COUNT; i++)
         len += strlen(cfg_names[i]) + 5;
     len += strlen(cfg->hw_drivers) + strlen(cfg->sw_drivers) + 256;
+    if (cfg->calibration != NULL)
+        len += strlen(cfg->calibration);
     t = OPENSSL_malloc(len);
     v = OPENSSL_malloc(len);
     if (t == NULL || v == NULL) {
@@ -330,5 +402,8 @@ void hwaf_config_free(hwaf_config *cfg)
     OPENSSL_free(cfg->hw_drivers);
     OPENSSL_free(cfg->sw_drivers);
     OPENSSL_free(cfg->text);
-    cfg->hw_drivers = cfg->sw_drivers = cfg->text = NULL;
+    OPENSSL_free(cfg->calibration);
+    hwaf_calib_free(cfg->calib);
+    cfg->hw_drivers = cfg->sw_drivers = cfg->text = cfg->calibration = NULL;
+    cfg->calib = NULL;
 }

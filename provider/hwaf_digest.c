@@ -2,6 +2,12 @@
  * The digest layer: EVP's digest calls over a backend's running hash.  The
  * hash state lives in the kernel, so a copy asks the backend to clone it,
  * and fork() is handled by a snapshot taken in the parent (hwaf_fork.c).
+ *
+ * Size-aware dispatch: a kernel hash cannot take over a software state, so
+ * a message is held back until it reaches the implementation's threshold.
+ * A message that ends below it is hashed in software (OpenSSL's default
+ * provider, hwaf_soft.h); one that reaches it goes to the kernel, held
+ * bytes first, and stays there until the next init.
  */
 #include <stddef.h>
 #include <string.h>
@@ -11,6 +17,7 @@
 #include <openssl/params.h>
 #include "hwaf_local.h"
 #include "hwaf_err.h"
+#include "hwaf_soft.h"
 #include <hwaf/hwaf.h>
 
 typedef struct hwaf_digest_ctx_st {
@@ -20,7 +27,18 @@ typedef struct hwaf_digest_ctx_st {
     int snapshot_ok;   /* the last fork snapshot succeeded */
     int broken;        /* state lost in a child: refuse until init */
     int finalised;     /* final done: refuse update and final until init */
+    int inited;        /* init done */
+    int where;         /* PATH_*: where this message goes */
+    int be_used;       /* be holds data of an earlier message: reset first */
+    int offload;       /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
+    hwaf_be_md *sw;    /* software hash, opened on first need */
+    unsigned char *hold; /* the message so far, while PATH_UNDECIDED */
+    size_t held, holdcap;
 } hwaf_digest_ctx;
+
+enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
+/* A threshold above this is treated as this much: the most held back. */
+#define HOLD_MAX ((size_t)1 << 20)
 
 #define PROV(ctx) ((ctx)->impl->prov)
 #define FROM_NODE(n) ((hwaf_digest_ctx *)((char *)(n) - offsetof(hwaf_digest_ctx, node)))
@@ -79,7 +97,11 @@ static int digest_ready(hwaf_digest_ctx *ctx);
 
 static void *digest_newctx(void *provctx, int alg, int slot)
 {
-    return hwaf_ctx_new(provctx, alg, slot, sizeof(hwaf_digest_ctx));
+    hwaf_digest_ctx *ctx = hwaf_ctx_new(provctx, alg, slot, sizeof(*ctx));
+
+    if (ctx != NULL)
+        ctx->offload = HWAF_OFFLOAD_AUTO;
+    return ctx;
 }
 
 static void digest_freectx(void *vctx)
@@ -89,6 +111,9 @@ static void digest_freectx(void *vctx)
     if (ctx == NULL)
         return;
     detach(ctx);
+    if (ctx->sw != NULL)
+        ctx->impl->soft->be->md_close(ctx->sw);
+    OPENSSL_clear_free(ctx->hold, ctx->holdcap);
     OPENSSL_free(ctx);
 }
 
@@ -97,49 +122,166 @@ static void *digest_dupctx(void *vctx)
     hwaf_digest_ctx *src = vctx, *dst;
     hwaf_be_md *be = NULL;
 
-    if (src->broken) {
+    if (src->broken && src->where == PATH_KERNEL) {
         HWAF_RAISE(PROV(src), HWAF_R_FORK_RECOVERY_FAILED, NULL);
         return NULL;
     }
-    if (src->be != NULL && !src->impl->be->md_dup(&be, src->be))
-        return NULL;
     dst = OPENSSL_zalloc(sizeof(*dst));
     if (dst == NULL) {
-        if (be != NULL)
-            src->impl->be->md_close(be);
         HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
         return NULL;
     }
     dst->impl = src->impl;
     dst->finalised = src->finalised;
-    if (be != NULL)
+    dst->inited = src->inited;
+    dst->where = src->where;
+    dst->offload = src->offload;
+    if (src->where == PATH_KERNEL && src->be != NULL) {
+        if (!src->impl->be->md_dup(&be, src->be))
+            goto err;
         attach(dst, be);
+    } else if (src->where == PATH_SOFT && src->sw != NULL
+               && !src->impl->soft->be->md_dup(&dst->sw, src->sw)) {
+        goto err;
+    } else if (src->where == PATH_UNDECIDED && src->held > 0) {
+        if ((dst->hold = OPENSSL_memdup(src->hold, src->holdcap)) == NULL) {
+            HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
+            goto err;
+        }
+        dst->holdcap = src->holdcap;
+        dst->held = src->held;
+    }
     return dst;
+ err:
+    OPENSSL_free(dst);
+    return NULL;
+}
+
+/* Send the message to the kernel (1) or to software (0), held bytes first. */
+static int go(hwaf_digest_ctx *ctx, int kernel)
+{
+    const hwaf_impl *soft = ctx->impl->soft;
+    hwaf_be_md *be;
+    int ok;
+
+    if (kernel || soft == NULL) {
+        if (ctx->broken) {  /* its state was lost in fork(): start afresh */
+            detach(ctx);
+            ctx->broken = 0;
+        }
+        if (ctx->be != NULL && ctx->be_used && !ctx->impl->be->md_reset(ctx->be))
+            detach(ctx);
+        if (ctx->be == NULL) {
+            if (!ctx->impl->be->md_open(&be, ctx->impl))
+                return 0;
+            attach(ctx, be);
+        }
+        ctx->be_used = 1;
+        ctx->where = PATH_KERNEL;
+        ok = ctx->held == 0 || ctx->impl->be->md_update(ctx->be, ctx->hold, ctx->held);
+    } else {
+        if (ctx->sw == NULL && !soft->be->md_open(&ctx->sw, soft))
+            return 0;
+        ctx->where = PATH_SOFT;
+        ok = ctx->held == 0 || soft->be->md_update(ctx->sw, ctx->hold, ctx->held);
+    }
+    OPENSSL_cleanse(ctx->hold, ctx->held);
+    ctx->held = 0;
+    return ok;
+}
+
+/* The threshold this context goes by; 0: kernel now, SIZE_MAX: software now. */
+static size_t threshold(const hwaf_digest_ctx *ctx)
+{
+    if (ctx->impl->soft == NULL || ctx->offload == HWAF_OFFLOAD_KERNEL)
+        return 0;
+    if (ctx->offload == HWAF_OFFLOAD_SOFTWARE || ctx->impl->offload_min == SIZE_MAX)
+        return SIZE_MAX;
+    return ctx->impl->offload_min < HOLD_MAX ? ctx->impl->offload_min : HOLD_MAX;
+}
+
+/* Take inl more bytes of the message. */
+static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
+{
+    if (ctx->where == PATH_UNDECIDED) {
+        size_t t = threshold(ctx);
+
+        if (t == 0 || t == SIZE_MAX) {
+            if (!go(ctx, t == 0))
+                return 0;
+        } else if (ctx->held + inl >= t) {
+            if (!go(ctx, 1))
+                return 0;
+        } else {
+            if (ctx->held + inl > ctx->holdcap) {
+                size_t cap = t;   /* t <= HOLD_MAX: once per context */
+                unsigned char *h = OPENSSL_malloc(cap);
+
+                if (h == NULL) {
+                    HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
+                    return 0;
+                }
+                if (ctx->held > 0)
+                    memcpy(h, ctx->hold, ctx->held);
+                OPENSSL_clear_free(ctx->hold, ctx->holdcap);
+                ctx->hold = h;
+                ctx->holdcap = cap;
+            }
+            memcpy(ctx->hold + ctx->held, in, inl);
+            ctx->held += inl;
+            return 1;
+        }
+    }
+    if (inl == 0)
+        return 1;
+    if (ctx->where == PATH_KERNEL)
+        return ctx->impl->be->md_update(ctx->be, in, inl);
+    return ctx->impl->soft->be->md_update(ctx->sw, in, inl);
+}
+
+/* Decide a message still held back: it ended below the threshold. */
+static int settle(hwaf_digest_ctx *ctx)
+{
+    if (ctx->where != PATH_UNDECIDED)
+        return 1;
+    return go(ctx, threshold(ctx) == 0);
 }
 
 static int digest_init(void *vctx, const OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
-    hwaf_be_md *be;
 
-    ctx->broken = 0;
+    if (ctx->broken) {  /* the kernel state was lost in fork(): start afresh */
+        detach(ctx);
+        ctx->broken = 0;
+    }
     ctx->finalised = 0;
-    if (ctx->be != NULL && ctx->impl->be->md_reset(ctx->be))
-        return 1;
-    detach(ctx);
-    if (!ctx->impl->be->md_open(&be, ctx->impl))
+    ctx->inited = 1;
+    OPENSSL_cleanse(ctx->hold, ctx->held);
+    ctx->held = 0;
+    if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw))
         return 0;
-    attach(ctx, be);
+    ctx->where = PATH_UNDECIDED;
+    if (params != NULL && OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD) != NULL) {
+        const OSSL_PARAM only[] = { *OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD),
+                                    OSSL_PARAM_END };
+
+        if (!digest_set_ctx_params(ctx, only))
+            return 0;
+    }
+    /* Decided already: go there now, as a kernel-only context always did. */
+    if (threshold(ctx) == 0)
+        return go(ctx, 1);
     return 1;
 }
 
 static int digest_ready(hwaf_digest_ctx *ctx)
 {
-    if (ctx->be == NULL) {
+    if (!ctx->inited) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED, NULL);
         return 0;
     }
-    if (ctx->broken) {
+    if (ctx->broken && ctx->where == PATH_KERNEL) {
         HWAF_RAISE(PROV(ctx), HWAF_R_FORK_RECOVERY_FAILED,
                    "the running hash was lost in fork(); initialise again");
         return 0;
@@ -158,7 +300,7 @@ static int digest_update(void *vctx, const unsigned char *in, size_t inl)
 
     if (!digest_ready(ctx))
         return 0;
-    return ctx->impl->be->md_update(ctx->be, in, inl);
+    return feed(ctx, in, inl);
 }
 
 static int digest_final(void *vctx, unsigned char *out, size_t *outl,
@@ -175,7 +317,10 @@ static int digest_final(void *vctx, unsigned char *out, size_t *outl,
         return 0;
     }
     ctx->finalised = 1;
-    if (!ctx->impl->be->md_final(ctx->be, out))
+    if (!settle(ctx))
+        return 0;
+    if (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
+                                  : !ctx->impl->soft->be->md_final(ctx->sw, out))
         return 0;
     *outl = mdlen;
     return 1;
@@ -216,7 +361,11 @@ static const OSSL_PARAM *digest_gettable_params(void *provctx)
 static int digest_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
+    OSSL_PARAM *p;
 
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !OSSL_PARAM_set_int(p, ctx->offload))
+        return hwaf_param_failed(PROV(ctx), p->key);
     return hwaf_impl_get_params(ctx->impl, params);
 }
 
@@ -228,39 +377,65 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
     const OSSL_PARAM *p;
+    const hwaf_backend *b;
+    hwaf_be_md *s;
     unsigned char pad[40], inner[HWAF_MAX_MD];
     const void *ms;
     size_t mslen;
     int ok;
 
+    if (params == NULL)
+        return 1;
+    for (p = params; p->key != NULL; p++) {
+        if (strcmp(p->key, HWAF_PARAM_OFFLOAD) == 0) {
+            int v;
+
+            if (!OSSL_PARAM_get_int(p, &v) || v < HWAF_OFFLOAD_AUTO || v > HWAF_OFFLOAD_KERNEL) {
+                HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
+                           "%s: -1 (auto), 0 (software) or 1 (kernel)", HWAF_PARAM_OFFLOAD);
+                return 0;
+            }
+            /* Takes effect while the message is held back, else at the next init. */
+            ctx->offload = v;
+        } else if (ctx->impl->alg->mdlen != 20) {
+            /* The default provider's SHA-2 digests take no parameters at
+             * all (so EVP_DigestFinalXOF fails on them): nor do ours. */
+            HWAF_RAISE(PROV(ctx), HWAF_R_NOT_SUPPORTED, "parameter %s", p->key);
+            return 0;
+        }
+    }
     /* Other names are ignored, as OpenSSL's SHA1 ignores them. */
-    if (params == NULL
+    if (ctx->impl->alg->mdlen != 20
         || (p = OSSL_PARAM_locate_const(params, OSSL_DIGEST_PARAM_SSL3_MS)) == NULL)
         return 1;
     if (!OSSL_PARAM_get_octet_string_ptr(p, &ms, &mslen) || mslen != 48) {
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "ssl3-ms: 48 bytes expected");
         return 0;
     }
-    if (!digest_ready(ctx))
+    if (!digest_ready(ctx) || !settle(ctx))
         return 0;
+    b = ctx->where == PATH_KERNEL ? ctx->impl->be : ctx->impl->soft->be;
+    s = ctx->where == PATH_KERNEL ? ctx->be : ctx->sw;
     memset(pad, 0x36, sizeof(pad));
-    ok = ctx->impl->be->md_update(ctx->be, ms, mslen)
-         && ctx->impl->be->md_update(ctx->be, pad, sizeof(pad))
-         && ctx->impl->be->md_final(ctx->be, inner);
+    ok = b->md_update(s, ms, mslen)
+         && b->md_update(s, pad, sizeof(pad))
+         && b->md_final(s, inner);
     memset(pad, 0x5c, sizeof(pad));
-    ok = ok && ctx->impl->be->md_update(ctx->be, ms, mslen)
-         && ctx->impl->be->md_update(ctx->be, pad, sizeof(pad))
-         && ctx->impl->be->md_update(ctx->be, inner, 20);
+    ok = ok && b->md_update(s, ms, mslen)
+         && b->md_update(s, pad, sizeof(pad))
+         && b->md_update(s, inner, 20);
     OPENSSL_cleanse(inner, sizeof(inner));
     return ok;
 }
 
 static const OSSL_PARAM sha1_known_settable_ctx_params[] = {
     OSSL_PARAM_octet_string(OSSL_DIGEST_PARAM_SSL3_MS, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     OSSL_PARAM_END
 };
 
 static const OSSL_PARAM digest_known_gettable_ctx_params[] = {
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     HWAF_IMPL_GETTABLE_PARAMS,
     OSSL_PARAM_END
 };
@@ -271,10 +446,10 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
 }
 
 /*
- * Settable context parameters exactly where the default provider has them:
- * SHA1's ssl3-ms.  The SHA-2 digests have none, so EVP_MD_CTX_set_params
- * and EVP_DigestFinalXOF (which sets "xoflen") fail on them, as on the
- * default provider's.  One line per digest.
+ * Settable context parameters exactly where the default provider has them,
+ * plus hwaf's own hwaf-offload: SHA1's ssl3-ms.  The SHA-2 digests refuse
+ * every other name, so EVP_DigestFinalXOF (which sets "xoflen") fails on
+ * them, as on the default provider's.  One line per digest.
  */
 static OSSL_FUNC_digest_settable_ctx_params_fn sha1_settable_ctx_params;
 static const OSSL_PARAM *sha1_settable_ctx_params(void *dctx, void *provctx)
@@ -282,13 +457,23 @@ static const OSSL_PARAM *sha1_settable_ctx_params(void *dctx, void *provctx)
     return sha1_known_settable_ctx_params;
 }
 
+/* The SHA-2 digests: hwaf's own hwaf-offload only. */
+static OSSL_FUNC_digest_settable_ctx_params_fn sha2_settable_ctx_params;
+static const OSSL_PARAM *sha2_settable_ctx_params(void *dctx, void *provctx)
+{
+    return sha1_known_settable_ctx_params + 1;
+}
+
 #define DIGEST_SETTERS_SHA1                                                        \
     { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params },    \
     { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))sha1_settable_ctx_params },
-#define DIGEST_SETTERS_SHA2_224
-#define DIGEST_SETTERS_SHA2_256
-#define DIGEST_SETTERS_SHA2_384
-#define DIGEST_SETTERS_SHA2_512
+#define DIGEST_SETTERS_SHA2                                                        \
+    { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params },    \
+    { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))sha2_settable_ctx_params },
+#define DIGEST_SETTERS_SHA2_224 DIGEST_SETTERS_SHA2
+#define DIGEST_SETTERS_SHA2_256 DIGEST_SETTERS_SHA2
+#define DIGEST_SETTERS_SHA2_384 DIGEST_SETTERS_SHA2
+#define DIGEST_SETTERS_SHA2_512 DIGEST_SETTERS_SHA2
 
 #define DIGEST_SLOT(id, s)                                                         \
     static OSSL_FUNC_digest_newctx_fn dnewctx_##id##_##s;                          \

@@ -48,5 +48,8 @@ int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_HW)) != NULL
         && !OSSL_PARAM_set_int(p, impl->hw))
         return hwaf_param_failed(impl->prov, p->key);
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD_MIN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, impl->offload_min))
+        return hwaf_param_failed(impl->prov, p->key);
     return 1;
 }

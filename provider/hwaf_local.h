@@ -73,7 +73,32 @@ typedef struct hwaf_config_st {
     int zerocopy;                    /* "zerocopy": -1 auto, 0 no, 1 yes */
     size_t zerocopy_min;             /* "zerocopy_min" (bytes) */
     char *text;                      /* every key = value in effect (HWAF_PARAM_CONFIG) */
+    int policy;                      /* "policy": HWAF_POLICY_* */
+    int offload_auto;                /* "offload_min" = auto */
+    size_t offload_min;              /* "offload_min" in bytes, SIZE_MAX never */
+    char *calibration;               /* "calibration": file, or NULL */
+    struct hwaf_calib_st *calib;     /* its contents, NULL when none */
 } hwaf_config;
+
+/*
+ * Offload thresholds (hwaf_calib.c).  A calibration file holds, per
+ * implementation, the smallest operation worth sending to the kernel under
+ * each policy; hwaf-calibrate measures and writes it.
+ */
+enum { HWAF_POLICY_THROUGHPUT = 0, HWAF_POLICY_CPU = 1 };
+typedef struct hwaf_calib_st hwaf_calib;
+/* Read path; 1 and *out (NULL when the file does not exist), or 0 and a
+ * sentence naming the line in err. */
+int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen);
+void hwaf_calib_free(hwaf_calib *c);
+/* Set impl->offload_min and offload_src from the configuration. */
+void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg);
+/* "never", or the number of bytes, into buf. */
+const char *hwaf_threshold_text(size_t v, char *buf, size_t len);
+extern const char *const hwaf_src_names[];
+/* The documented defaults used without a calibration (docs/config.md). */
+#define HWAF_DEFAULT_OFFLOAD_HW_THROUGHPUT 16384
+#define HWAF_DEFAULT_OFFLOAD_HW_CPU 4096
 
 int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                      struct hwaf_prov_st *prov, hwaf_config *cfg);
@@ -94,6 +119,7 @@ typedef struct hwaf_prov_st {
     OSSL_ALGORITHM *digests;
     OSSL_ALGORITHM *macs;
     char *algorithms_text;    /* HWAF_PARAM_ALGORITHMS */
+    char *thresholds_text;    /* HWAF_PARAM_THRESHOLDS */
     char *buildinfo;          /* provider "buildinfo" param, with backend status */
     char be_status[HWAF_BE_COUNT][256];
 } hwaf_prov;
@@ -115,7 +141,8 @@ int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[]);
 #define HWAF_IMPL_GETTABLE_PARAMS                           \
     OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),     \
     OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),    \
-    OSSL_PARAM_int(HWAF_PARAM_HW, NULL)
+    OSSL_PARAM_int(HWAF_PARAM_HW, NULL),                   \
+    OSSL_PARAM_size_t(HWAF_PARAM_OFFLOAD_MIN, NULL)
 
 /* Hardware classification (hwaf_classify.c). */
 int hwaf_classify(const hwaf_driver *drv, const hwaf_config *cfg);

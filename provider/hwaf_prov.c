@@ -15,6 +15,7 @@
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
 #include "hwaf_sys.h"
+#include "hwaf_soft.h"
 #include <hwaf/hwaf.h>
 
 #define MAX_DRIVERS 8
@@ -231,7 +232,7 @@ static int build_tables(hwaf_prov *prov)
 {
     size_t nc = 0, nd = 0, nm = 0, textlen = 0;
     int a, b, hw, r, s;
-    char *t;
+    char *t, *th, tb[32];
 
     for (a = 0; a < HWAF_NALGS; a++) {
         for (b = 0; b < HWAF_BE_COUNT; b++) {
@@ -259,12 +260,14 @@ static int build_tables(hwaf_prov *prov)
                 prov->slot[a][HWAF_SLOT(b, hw)] = impl;
                 if (impl->be->impl_init != NULL && !impl->be->impl_init(impl))
                     return 0;
+                hwaf_soft_impl_init(impl);  /* none: always the kernel */
+                hwaf_threshold_assign(impl, &prov->cfg);
                 if (hwaf_algs[a].kind == HWAF_KIND_CIPHER
                     || hwaf_algs[a].kind == HWAF_KIND_AEAD)
                     nc++;
                 else if (hwaf_algs[a].kind == HWAF_KIND_DIGEST)
                     nd++;
-                textlen += strlen(hwaf_algs[a].names) + strlen(drv->name) + 40;
+                textlen += strlen(hwaf_algs[a].names) + strlen(drv->name) + 80;
             }
         }
     }
@@ -273,8 +276,12 @@ static int build_tables(hwaf_prov *prov)
     prov->digests = OPENSSL_zalloc((nd + 1) * sizeof(OSSL_ALGORITHM));
     prov->macs = OPENSSL_zalloc((HWAF_NSLOTS + 1) * sizeof(OSSL_ALGORITHM));
     prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
-    if (prov->ciphers == NULL || prov->digests == NULL || prov->macs == NULL || t == NULL)
+    prov->thresholds_text = th = OPENSSL_zalloc(textlen + 64);
+    if (prov->ciphers == NULL || prov->digests == NULL || prov->macs == NULL || t == NULL
+        || th == NULL)
         return 0;
+    th += sprintf(th, "policy=%s\n",
+                  prov->cfg.policy == HWAF_POLICY_CPU ? "cpu" : "throughput");
     nc = nd = 0;
     /* One "HMAC" per slot that serves at least one of its digests. */
     for (r = 0; r < 4; r++) {
@@ -309,6 +316,10 @@ static int build_tables(hwaf_prov *prov)
                     nlen = strcspn(hwaf_algs[a].names, ":");
                     t += sprintf(t, "%.*s %s %s hw=%s\n", (int)nlen, hwaf_algs[a].names,
                                  backends[b]->name, impl->drv.name, hw ? "yes" : "no");
+                    th += sprintf(th, "%.*s %s %s offload_min=%s source=%s\n", (int)nlen,
+                                  hwaf_algs[a].names, backends[b]->name, impl->drv.name,
+                                  hwaf_threshold_text(impl->offload_min, tb, sizeof(tb)),
+                                  hwaf_src_names[impl->offload_src]);
                     HWAF_DEBUG("offer %.*s via %s driver %s hw=%s", (int)nlen,
                                hwaf_algs[a].names, backends[b]->name, impl->drv.name,
                                hw ? "yes" : "no");
@@ -346,6 +357,8 @@ static void prov_free(hwaf_prov *prov)
 
             if (impl != NULL && impl->be->impl_free != NULL)
                 impl->be->impl_free(impl);
+            if (impl != NULL)
+                hwaf_soft_impl_free(impl);
             OPENSSL_free(impl);
         }
     }
@@ -353,6 +366,7 @@ static void prov_free(hwaf_prov *prov)
     OPENSSL_free(prov->digests);
     OPENSSL_free(prov->macs);
     OPENSSL_free(prov->algorithms_text);
+    OPENSSL_free(prov->thresholds_text);
     OPENSSL_free(prov->buildinfo);
     hwaf_config_free(&prov->cfg);
     OPENSSL_free(prov);
@@ -398,6 +412,9 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_SPLICED_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_THRESHOLDS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_END
 };
 
@@ -436,7 +453,12 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, HWAF_PARAM_AFALG_STATUS, prov->be_status[HWAF_BE_AFALG])
         || !set_str(params, HWAF_PARAM_DEVCRYPTO_STATUS, prov->be_status[HWAF_BE_DEVCRYPTO])
         || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text)
-        || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text))
+        || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text)
+        || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text))
+        return 0;
+    hwaf_stats_get_soft(&ops, &bytes);
+    if (!set_u64(params, HWAF_PARAM_SOFTWARE_OPS, ops)
+        || !set_u64(params, HWAF_PARAM_SOFTWARE_BYTES, bytes))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL
         && !OSSL_PARAM_set_int(p, 1))
@@ -520,14 +542,23 @@ static void describe_backends(hwaf_prov *prov)
                      "usable, %d of %d algorithms offered", n, HWAF_NALGS);
     }
     /* buildinfo is what `openssl list -providers -verbose` prints: the
-     * backend status and the configuration in effect go there too. */
-    len = 96 + sizeof(prov->be_status) + strlen(prov->cfg.text);
+     * backend status, the configuration in effect and the offload
+     * thresholds (one line each, joined by ';') go there too. */
+    len = 128 + sizeof(prov->be_status) + strlen(prov->cfg.text)
+          + strlen(prov->thresholds_text);
     prov->buildinfo = OPENSSL_malloc(len);
-    if (prov->buildinfo != NULL)
-        snprintf(prov->buildinfo, len, "hwaf %s for %s; afalg: %s; devcrypto: %s; "
-                 "config: %s", HWAF_VERSION_STR, OPENSSL_VERSION_TEXT,
-                 prov->be_status[HWAF_BE_AFALG], prov->be_status[HWAF_BE_DEVCRYPTO],
-                 prov->cfg.text);
+    if (prov->buildinfo != NULL) {
+        char *p = prov->buildinfo, *e = p + len, *q;
+
+        p += snprintf(p, e - p, "hwaf %s for %s; afalg: %s; devcrypto: %s; "
+                      "config: %s; offload thresholds ", HWAF_VERSION_STR,
+                      OPENSSL_VERSION_TEXT, prov->be_status[HWAF_BE_AFALG],
+                      prov->be_status[HWAF_BE_DEVCRYPTO], prov->cfg.text);
+        snprintf(p, e - p, "%s", prov->thresholds_text);
+        for (q = p; *q != '\0'; q++)
+            if (*q == '\n')
+                *q = q[1] != '\0' ? ';' : '\0';
+    }
 }
 
 int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,

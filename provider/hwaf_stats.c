@@ -1,5 +1,6 @@
 /*
- * Counters of work handed to each backend, for HWAF_PARAM_*_OPS/BYTES, and
+ * Counters of work handed to each backend (and of work computed in
+ * software), for HWAF_PARAM_*_OPS/BYTES, and
  * their optional per-process record for applications that never read
  * provider parameters: with HWAF_STATS=DIR in the environment, every process
  * that hands work to a backend keeps DIR/hwaf-stats.<prog>.<pid> up to date
@@ -195,4 +196,18 @@ unsigned long hwaf_sys_transient_count(void)
 int hwaf_sys_transient_errno(void)
 {
     return sys_transient_errno;
+}
+
+static uint64_t stat_soft_ops, stat_soft_bytes;
+
+void hwaf_stats_add_soft(size_t bytes)
+{
+    __atomic_add_fetch(&stat_soft_ops, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_soft_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+void hwaf_stats_get_soft(uint64_t *ops, uint64_t *bytes)
+{
+    *ops = __atomic_load_n(&stat_soft_ops, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&stat_soft_bytes, __ATOMIC_RELAXED);
 }

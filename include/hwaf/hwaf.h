@@ -27,6 +27,17 @@
 #define HWAF_PARAM_DRIVER "hwaf-driver"    /* utf8 string: kernel driver name */
 #define HWAF_PARAM_BACKEND "hwaf-backend"  /* utf8 string: "afalg" | "devcrypto" */
 #define HWAF_PARAM_HW "hwaf-hw"            /* int: 1 when the driver runs off the CPU */
+/*
+ * Size-aware dispatch, per context (gettable and settable): operations
+ * below the implementation's threshold are computed in software with
+ * OpenSSL's default provider inside the same context.
+ *   HWAF_OFFLOAD_AUTO (-1, the default): by the threshold;
+ *   0: always software; 1: always the kernel.
+ */
+#define HWAF_PARAM_OFFLOAD "hwaf-offload"          /* int */
+#define HWAF_OFFLOAD_AUTO (-1)
+/* Gettable: the threshold in bytes (SIZE_MAX: never offloaded). */
+#define HWAF_PARAM_OFFLOAD_MIN "hwaf-offload-min"  /* size_t */
 
 /*
  * Gettable parameters of the provider (OSSL_PROVIDER_get_params).
@@ -52,5 +63,16 @@
 /* Of hwaf-afalg-bytes, those that reached the kernel without a copy
  * (vmsplice + splice, see docs/design.md). */
 #define HWAF_PARAM_AFALG_SPLICED_BYTES "hwaf-afalg-spliced-bytes" /* uint64 */
+/* Work computed in software by size-aware dispatch (operations: cipher
+ * operations and hash updates). */
+#define HWAF_PARAM_SOFTWARE_OPS "hwaf-software-ops"         /* uint64 */
+#define HWAF_PARAM_SOFTWARE_BYTES "hwaf-software-bytes"     /* uint64 */
+/*
+ * One line per offered implementation, in the order of hwaf-algorithms:
+ *   "<OpenSSL name> <backend> <kernel driver> offload_min=<bytes|never>
+ *    source=<measured|cached|configured|default>\n"
+ * plus a first line "policy=<throughput|cpu>\n".
+ */
+#define HWAF_PARAM_THRESHOLDS "hwaf-thresholds"             /* utf8 string */
 
 #endif

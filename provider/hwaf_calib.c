@@ -1,0 +1,194 @@
+/*
+ * Offload thresholds: the calibration file hwaf-calibrate writes, and the
+ * choice of each implementation's threshold at load -- configured, cached
+ * (from the file), or the documented default.
+ *
+ * The file, one implementation a line, '#' starts a comment:
+ *   hwaf-calibration 1
+ *   <OpenSSL name> <backend> <driver> <throughput bytes|never> <cpu bytes|never>
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include "hwaf_local.h"
+#include "hwaf_debug.h"
+
+#define CALIB_MAX_LINES 256
+
+typedef struct {
+    char name[64], backend[16], driver[HWAF_DRIVER_NAME_MAX];
+    size_t min[2];   /* [HWAF_POLICY_*] */
+} calib_line;
+
+struct hwaf_calib_st {
+    int n;
+    calib_line l[CALIB_MAX_LINES];
+};
+
+const char *const hwaf_src_names[] = {
+    [HWAF_SRC_DEFAULT] = "default",
+    [HWAF_SRC_CONFIGURED] = "configured",
+    [HWAF_SRC_CACHED] = "cached",
+    [HWAF_SRC_MEASURED] = "measured",
+};
+
+static int parse_size(const char *v, size_t *out)
+{
+    char *end;
+    unsigned long long n;
+
+    if (strcmp(v, "never") == 0) {
+        *out = SIZE_MAX;
+        return 1;
+    }
+    if (v[0] < '0' || v[0] > '9')
+        return 0;
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    if (*end != '\0' || errno != 0 || n > (1ull << 40))
+        return 0;
+    *out = (size_t)n;
+    return 1;
+}
+
+int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    hwaf_calib *c;
+    char line[512], w[6][HWAF_DRIVER_NAME_MAX];
+    int lineno = 0, header = 0, nw;
+
+    *out = NULL;
+    if (f == NULL) {
+        if (errno == ENOENT) {
+            HWAF_DEBUG("calibration: %s does not exist (yet): default thresholds", path);
+            return 1;
+        }
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    if ((c = OPENSSL_zalloc(sizeof(*c))) == NULL) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *hash = strchr(line, '#');
+        calib_line *l;
+
+        lineno++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+            goto bad;
+        }
+        if (hash != NULL)
+            *hash = '\0';
+        nw = sscanf(line, "%127s %127s %127s %127s %127s %127s",
+                    w[0], w[1], w[2], w[3], w[4], w[5]);
+        if (nw <= 0)
+            continue;
+        if (!header) {
+            if (nw != 2 || strcmp(w[0], "hwaf-calibration") != 0 || strcmp(w[1], "1") != 0) {
+                snprintf(err, errlen, "%s:%d: expected \"hwaf-calibration 1\" first", path,
+                         lineno);
+                goto bad;
+            }
+            header = 1;
+            continue;
+        }
+        if (nw != 5) {
+            snprintf(err, errlen, "%s:%d: expected <name> <backend> <driver> "
+                     "<throughput bytes|never> <cpu bytes|never>", path, lineno);
+            goto bad;
+        }
+        if (c->n == CALIB_MAX_LINES) {
+            snprintf(err, errlen, "%s:%d: more than %d lines", path, lineno,
+                     CALIB_MAX_LINES);
+            goto bad;
+        }
+        l = &c->l[c->n];
+        if (strlen(w[0]) >= sizeof(l->name) || strlen(w[1]) >= sizeof(l->backend)) {
+            snprintf(err, errlen, "%s:%d: name too long", path, lineno);
+            goto bad;
+        }
+        if (!parse_size(w[3], &l->min[HWAF_POLICY_THROUGHPUT])
+            || !parse_size(w[4], &l->min[HWAF_POLICY_CPU])) {
+            snprintf(err, errlen, "%s:%d: threshold \"%s %s\": expected bytes or never",
+                     path, lineno, w[3], w[4]);
+            goto bad;
+        }
+        strcpy(l->name, w[0]);
+        strcpy(l->backend, w[1]);
+        strcpy(l->driver, w[2]);
+        c->n++;
+    }
+    if (!header) {
+        snprintf(err, errlen, "%s: empty, expected \"hwaf-calibration 1\" first", path);
+        goto bad;
+    }
+    fclose(f);
+    HWAF_DEBUG("calibration: %d thresholds from %s", c->n, path);
+    *out = c;
+    return 1;
+ bad:
+    fclose(f);
+    OPENSSL_free(c);
+    return 0;
+}
+
+void hwaf_calib_free(hwaf_calib *c)
+{
+    OPENSSL_free(c);
+}
+
+static const calib_line *calib_find(const hwaf_calib *c, const hwaf_impl *impl)
+{
+    size_t nl = strcspn(impl->alg->names, ":");
+    int i;
+
+    for (i = 0; c != NULL && i < c->n; i++)
+        if (strlen(c->l[i].name) == nl
+            && strncmp(c->l[i].name, impl->alg->names, nl) == 0
+            && strcmp(c->l[i].backend, impl->be->name) == 0
+            && strcmp(c->l[i].driver, impl->drv.name) == 0)
+            return &c->l[i];
+    return NULL;
+}
+
+/*
+ * Without a calibration: a driver on the CPU does through the kernel what
+ * OpenSSL does in the process, plus system calls, so it never pays; for an
+ * engine off the CPU, a conservative size (docs/config.md).
+ */
+void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg)
+{
+    const calib_line *l;
+
+    if (impl->soft == NULL) {
+        impl->offload_min = 0;
+        impl->offload_src = HWAF_SRC_DEFAULT;
+    } else if (!cfg->offload_auto) {
+        impl->offload_min = cfg->offload_min;
+        impl->offload_src = HWAF_SRC_CONFIGURED;
+    } else if ((l = calib_find(cfg->calib, impl)) != NULL) {
+        impl->offload_min = l->min[cfg->policy];
+        impl->offload_src = HWAF_SRC_CACHED;
+    } else {
+        impl->offload_min = !impl->hw ? SIZE_MAX
+                          : cfg->policy == HWAF_POLICY_CPU ? HWAF_DEFAULT_OFFLOAD_HW_CPU
+                          : HWAF_DEFAULT_OFFLOAD_HW_THROUGHPUT;
+        impl->offload_src = HWAF_SRC_DEFAULT;
+    }
+}
+
+const char *hwaf_threshold_text(size_t v, char *buf, size_t len)
+{
+    if (v == SIZE_MAX)
+        snprintf(buf, len, "never");
+    else
+        snprintf(buf, len, "%zu", v);
+    return buf;
+}

@@ -1,0 +1,375 @@
+/*
+ * The software path of size-aware dispatch: OpenSSL's default provider,
+ * loaded once per process into a library context of its own (so that it
+ * can never resolve back to hwaf), reached through its dispatch functions.
+ * An operation costs the default provider's own work plus an init call to
+ * set the IV: no EVP layer, no allocation.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/crypto.h>
+#include <openssl/provider.h>
+#include "hwaf_soft.h"
+#include "hwaf_err.h"
+#include "hwaf_debug.h"
+
+/* ---- the default provider, once per process ---- */
+
+static OSSL_LIB_CTX *soft_libctx;
+static OSSL_PROVIDER *soft_prov;
+static pthread_once_t soft_once = PTHREAD_ONCE_INIT;
+
+static void soft_load(void)
+{
+    soft_libctx = OSSL_LIB_CTX_new();
+    if (soft_libctx != NULL)
+        soft_prov = OSSL_PROVIDER_load(soft_libctx, "default");
+    HWAF_DEBUG("software path: OpenSSL's default provider %s",
+               soft_prov != NULL ? "loaded" : "could not be loaded");
+}
+
+/* name is one of the ':'-separated names of an algorithm definition. */
+static int names_have(const char *names, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = names;
+
+    while (p != NULL && *p != '\0') {
+        size_t l = strcspn(p, ":");
+
+        if (l == nl && OPENSSL_strncasecmp(p, name, nl) == 0)
+            return 1;
+        p = p[l] == ':' ? p + l + 1 : NULL;
+    }
+    return 0;
+}
+
+int hwaf_soft_fetch(int operation_id, const char *name,
+                    const OSSL_DISPATCH **fns, void **provctx)
+{
+    const OSSL_ALGORITHM *algs, *a;
+    int no_cache = 0, found = 0;
+
+    pthread_once(&soft_once, soft_load);
+    if (soft_prov == NULL)
+        return 0;
+    algs = OSSL_PROVIDER_query_operation(soft_prov, operation_id, &no_cache);
+    for (a = algs; a != NULL && a->algorithm_names != NULL; a++) {
+        if (names_have(a->algorithm_names, name)) {
+            *fns = a->implementation;
+            *provctx = OSSL_PROVIDER_get0_provider_ctx(soft_prov);
+            found = 1;
+            break;
+        }
+    }
+    if (algs != NULL)
+        OSSL_PROVIDER_unquery_operation(soft_prov, operation_id, algs);
+    return found;
+}
+
+void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void)
+{
+    for (; fns != NULL && fns->function_id != 0; fns++)
+        if (fns->function_id == function_id)
+            return fns->function;
+    return NULL;
+}
+
+/* ---- per implementation: the default provider's functions ---- */
+
+typedef struct soft_alg_st {
+    void *provctx;
+    size_t ivlen;
+    /* ciphers */
+    OSSL_FUNC_cipher_newctx_fn *c_new;
+    OSSL_FUNC_cipher_encrypt_init_fn *c_einit;
+    OSSL_FUNC_cipher_decrypt_init_fn *c_dinit;
+    OSSL_FUNC_cipher_cipher_fn *c_cipher;
+    OSSL_FUNC_cipher_freectx_fn *c_free;
+    /* digests */
+    OSSL_FUNC_digest_newctx_fn *d_new;
+    OSSL_FUNC_digest_init_fn *d_init;
+    OSSL_FUNC_digest_update_fn *d_update;
+    OSSL_FUNC_digest_final_fn *d_final;
+    OSSL_FUNC_digest_dupctx_fn *d_dup;
+    OSSL_FUNC_digest_freectx_fn *d_free;
+} soft_alg;
+
+static int soft_impl_init(hwaf_impl *impl)
+{
+    const hwaf_alg *alg = impl->alg;
+    const OSSL_DISPATCH *fns;
+    soft_alg *f;
+    char name[64];
+    size_t nl = strcspn(alg->names, ":");
+    int op = alg->kind == HWAF_KIND_CIPHER ? OSSL_OP_CIPHER : OSSL_OP_DIGEST;
+
+    if (nl >= sizeof(name)
+        || (alg->kind != HWAF_KIND_CIPHER && alg->kind != HWAF_KIND_DIGEST))
+        return 0;
+    memcpy(name, alg->names, nl);
+    name[nl] = '\0';
+    if ((f = OPENSSL_zalloc(sizeof(*f))) == NULL)
+        return 0;
+    if (!hwaf_soft_fetch(op, name, &fns, &f->provctx)) {
+        OPENSSL_free(f);
+        return 0;
+    }
+    f->ivlen = alg->ivlen;
+    if (op == OSSL_OP_CIPHER) {
+        f->c_new = (OSSL_FUNC_cipher_newctx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_NEWCTX);
+        f->c_einit = (OSSL_FUNC_cipher_encrypt_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_ENCRYPT_INIT);
+        f->c_dinit = (OSSL_FUNC_cipher_decrypt_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_DECRYPT_INIT);
+        f->c_cipher = (OSSL_FUNC_cipher_cipher_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_CIPHER);
+        f->c_free = (OSSL_FUNC_cipher_freectx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_FREECTX);
+        if (f->c_new && f->c_einit && f->c_dinit && f->c_cipher && f->c_free) {
+            impl->be_data = f;
+            return 1;
+        }
+    } else {
+        f->d_new = (OSSL_FUNC_digest_newctx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_DIGEST_NEWCTX);
+        f->d_init = (OSSL_FUNC_digest_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_DIGEST_INIT);
+        f->d_update = (OSSL_FUNC_digest_update_fn *)hwaf_soft_fn(fns, OSSL_FUNC_DIGEST_UPDATE);
+        f->d_final = (OSSL_FUNC_digest_final_fn *)hwaf_soft_fn(fns, OSSL_FUNC_DIGEST_FINAL);
+        f->d_dup = (OSSL_FUNC_digest_dupctx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_DIGEST_DUPCTX);
+        f->d_free = (OSSL_FUNC_digest_freectx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_DIGEST_FREECTX);
+        if (f->d_new && f->d_init && f->d_update && f->d_final && f->d_dup && f->d_free) {
+            impl->be_data = f;
+            return 1;
+        }
+    }
+    OPENSSL_free(f);
+    return 0;
+}
+
+static void soft_impl_free(hwaf_impl *impl)
+{
+    OPENSSL_free(impl->be_data);
+    impl->be_data = NULL;
+}
+
+int hwaf_soft_impl_init(hwaf_impl *impl)
+{
+    hwaf_impl *twin = OPENSSL_malloc(sizeof(*twin));
+
+    impl->soft = NULL;
+    if (twin == NULL)
+        return 0;
+    *twin = *impl;
+    twin->be = &hwaf_backend_soft;
+    twin->be_data = NULL;
+    twin->soft = NULL;
+    twin->be_index = -1;
+    twin->offload_min = SIZE_MAX;
+    snprintf(twin->drv.name, sizeof(twin->drv.name), "openssl-default");
+    if (!soft_impl_init(twin)) {
+        HWAF_DEBUG("software path: the default provider has no %s", impl->alg->names);
+        OPENSSL_free(twin);
+        return 0;
+    }
+    impl->soft = twin;
+    return 1;
+}
+
+void hwaf_soft_impl_free(hwaf_impl *impl)
+{
+    if (impl->soft == NULL)
+        return;
+    soft_impl_free(impl->soft);
+    OPENSSL_free(impl->soft);
+    impl->soft = NULL;
+}
+
+#define FNS(impl) ((const soft_alg *)(impl)->be_data)
+
+/* ---- ciphers: one default-provider context per direction ---- */
+
+struct hwaf_be_cipher_st {
+    const hwaf_impl *impl;
+    void *c[2];                     /* [enc], created on first use */
+    unsigned char key[HWAF_MAX_KEY];
+    size_t keylen;
+};
+
+static int soft_available(char *why, size_t whylen)
+{
+    return 1;
+}
+
+static int soft_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
+{
+    return 0;
+}
+
+static int soft_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
+                            const unsigned char *key, size_t keylen)
+{
+    hwaf_be_cipher *s;
+
+    if (keylen > HWAF_MAX_KEY || (s = OPENSSL_zalloc(sizeof(*s))) == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    s->impl = impl;
+    memcpy(s->key, key, keylen);
+    s->keylen = keylen;
+    *out = s;
+    return 1;
+}
+
+static int soft_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                             const unsigned char *in, unsigned char *out, size_t len)
+{
+    const soft_alg *f = FNS(s->impl);
+    size_t outl = 0;
+    int ok;
+
+    enc = enc ? 1 : 0;
+    if (s->c[enc] == NULL) {
+        if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
+            HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "newctx");
+            return 0;
+        }
+        ok = enc ? f->c_einit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL)
+                 : f->c_dinit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL);
+    } else {
+        ok = enc ? f->c_einit(s->c[enc], NULL, 0, iv, f->ivlen, NULL)
+                 : f->c_dinit(s->c[enc], NULL, 0, iv, f->ivlen, NULL);
+    }
+    if (!ok || !f->c_cipher(s->c[enc], out, &outl, len, in, len) || outl != len) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu bytes",
+                   s->impl->alg->kname, len);
+        return 0;
+    }
+    hwaf_stats_add_soft(len);
+    return 1;
+}
+
+static size_t soft_cipher_max(hwaf_be_cipher *s)
+{
+    return SIZE_MAX;
+}
+
+static void soft_cipher_close(hwaf_be_cipher *s)
+{
+    int i;
+
+    if (s == NULL)
+        return;
+    for (i = 0; i < 2; i++)
+        if (s->c[i] != NULL)
+            FNS(s->impl)->c_free(s->c[i]);
+    OPENSSL_clear_free(s, sizeof(*s));
+}
+
+/* ---- digests ---- */
+
+struct hwaf_be_md_st {
+    const hwaf_impl *impl;
+    void *c;
+};
+
+static int soft_md_open(hwaf_be_md **out, const hwaf_impl *impl)
+{
+    const soft_alg *f = FNS(impl);
+    hwaf_be_md *s = OPENSSL_zalloc(sizeof(*s));
+
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    s->impl = impl;
+    if ((s->c = f->d_new(f->provctx)) == NULL || !f->d_init(s->c, NULL)) {
+        if (s->c != NULL)
+            f->d_free(s->c);
+        OPENSSL_free(s);
+        HWAF_RAISE(impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest init");
+        return 0;
+    }
+    *out = s;
+    return 1;
+}
+
+static int soft_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
+{
+    if (!FNS(s->impl)->d_update(s->c, in, len)) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest update");
+        return 0;
+    }
+    hwaf_stats_add_soft(len);
+    return 1;
+}
+
+static int soft_md_final(hwaf_be_md *s, unsigned char *md)
+{
+    const soft_alg *f = FNS(s->impl);
+    size_t outl = 0;
+
+    if (!f->d_final(s->c, md, &outl, s->impl->alg->mdlen) || !f->d_init(s->c, NULL)) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest final");
+        return 0;
+    }
+    return 1;
+}
+
+static int soft_md_reset(hwaf_be_md *s)
+{
+    return FNS(s->impl)->d_init(s->c, NULL);
+}
+
+static int soft_md_dup(hwaf_be_md **out, hwaf_be_md *s)
+{
+    hwaf_be_md *d = OPENSSL_zalloc(sizeof(*d));
+
+    if (d == NULL || (d->c = FNS(s->impl)->d_dup(s->c)) == NULL) {
+        OPENSSL_free(d);
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest dupctx");
+        return 0;
+    }
+    d->impl = s->impl;
+    *out = d;
+    return 1;
+}
+
+static void soft_md_close(hwaf_be_md *s)
+{
+    if (s == NULL)
+        return;
+    FNS(s->impl)->d_free(s->c);
+    OPENSSL_free(s);
+}
+
+/* The state is process memory: fork copies it. */
+static int soft_md_fork_prepare(hwaf_be_md *s)
+{
+    return 1;
+}
+
+static void soft_md_fork_noop(hwaf_be_md *s)
+{
+}
+
+const hwaf_backend hwaf_backend_soft = {
+    "software",
+    soft_available,
+    soft_drivers,
+    soft_cipher_open,
+    soft_cipher_crypt,
+    soft_cipher_max,
+    soft_cipher_close,
+    soft_cipher_close,      /* abandon: nothing is shared with a parent */
+    soft_md_open,
+    soft_md_update,
+    soft_md_final,
+    soft_md_reset,
+    soft_md_dup,
+    soft_md_close,
+    soft_md_fork_prepare,
+    soft_md_fork_noop,
+    soft_md_fork_noop,
+    soft_impl_init,
+    soft_impl_free,
+};

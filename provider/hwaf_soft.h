@@ -1,0 +1,54 @@
+/*
+ * Size-aware dispatch: the software path and the question the mode layers
+ * ask before each operation, "kernel or software for this many bytes?".
+ *
+ * The software path is OpenSSL's own implementation of the same algorithm:
+ * the default provider, loaded once per process into a library context of
+ * hwaf's own, its dispatch functions called directly (no second EVP layer).
+ * It is offered to the mode layers as one more backend with the same vtable
+ * (hwaf_backend_soft), so that they hand the same whole blocks and IV to
+ * either path.
+ */
+#ifndef HWAF_SOFT_H
+#define HWAF_SOFT_H
+
+#include <stddef.h>
+#include <openssl/core.h>
+#include "hwaf_backend.h"
+
+/* The software "backend": OpenSSL's default provider. */
+extern const hwaf_backend hwaf_backend_soft;
+
+/*
+ * The default provider's implementation of an algorithm: its dispatch table
+ * and provider context, for operation_id (OSSL_OP_CIPHER, OSSL_OP_DIGEST,
+ * OSSL_OP_MAC, ...) and an OpenSSL name or alias ("AES-128-GCM").  Returns
+ * 1 and fills *fns, *provctx; 0 when the default provider does not have it
+ * (nothing raised: the caller knows what it was looking for).  Thread-safe;
+ * the first call loads the default provider.
+ */
+int hwaf_soft_fetch(int operation_id, const char *name,
+                    const OSSL_DISPATCH **fns, void **provctx);
+/* The function of id in a dispatch table, or NULL. */
+void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void);
+
+/*
+ * Per-context choice, settable with HWAF_PARAM_OFFLOAD: the implementation's
+ * threshold (auto), always software, always kernel.
+ */
+enum { HWAF_OFFLOAD_AUTO = -1, HWAF_OFFLOAD_SOFTWARE = 0, HWAF_OFFLOAD_KERNEL = 1 };
+
+/* 1: send an operation of n bytes to the kernel; 0: compute it in software. */
+static inline int hwaf_offload(const hwaf_impl *impl, int force, size_t n)
+{
+    if (force != HWAF_OFFLOAD_AUTO)
+        return force;
+    return n >= impl->offload_min;
+}
+
+/* The software twin of impl (same algorithm, the soft backend), or NULL
+ * when OpenSSL has no such implementation; set up by hwaf_soft_impl_init. */
+int hwaf_soft_impl_init(hwaf_impl *impl);
+void hwaf_soft_impl_free(hwaf_impl *impl);
+
+#endif
