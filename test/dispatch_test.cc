@@ -1,0 +1,509 @@
+/*
+ * Size-aware dispatch: with a small threshold configured, one context
+ * switches between software (OpenSSL's default provider inside hwaf) and the
+ * kernel many times -- random sizes straddling the threshold, copies and
+ * fork() mid-stream -- and must give, step by step, exactly what the default
+ * provider gives: output, "num", "updated-iv", digests.  The counters prove
+ * both paths ran.  Also: the configuration keys (policy, offload_min,
+ * calibration) by their effect, the per-context hwaf-offload parameter, and
+ * clean errors for bad values and malformed calibration files.
+ */
+#include "hwaf_test.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+
+using namespace hwaf_test;
+
+namespace {
+
+const size_t kThreshold = 64;
+
+struct Counts {
+    uint64_t sw_ops = 0, sw_bytes = 0, k_ops = 0, k_bytes = 0;
+};
+
+Counts counts(const LibCtx &lib)
+{
+    Counts c;
+    uint64_t o = 0, b = 0;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_OPS, &c.sw_ops)) << HWAF_PARAM_SOFTWARE_OPS;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_BYTES, &c.sw_bytes)) << HWAF_PARAM_SOFTWARE_BYTES;
+    for (auto pr : {std::make_pair(HWAF_PARAM_AFALG_OPS, HWAF_PARAM_AFALG_BYTES),
+                    std::make_pair(HWAF_PARAM_DEVCRYPTO_OPS, HWAF_PARAM_DEVCRYPTO_BYTES)}) {
+        EXPECT_TRUE(lib.prov_param(pr.first, &o));
+        EXPECT_TRUE(lib.prov_param(pr.second, &b));
+        c.k_ops += o;
+        c.k_bytes += b;
+    }
+    return c;
+}
+
+std::string cstate(EVP_CIPHER_CTX *c)
+{
+    std::ostringstream s;
+    unsigned char iv[16];
+    s << "num=" << EVP_CIPHER_CTX_get_num(c);
+    if (EVP_CIPHER_CTX_get_updated_iv(c, iv, sizeof(iv)))
+        s << " iv=" << tohex(iv, sizeof(iv));
+    ERR_clear_error();
+    return s.str();
+}
+
+class Dispatch : public KernelTest {
+protected:
+    void SetUp() override
+    {
+        KernelTest::SetUp();
+        if (IsSkipped() || HasFatalFailure())
+            return;
+        use_config("offload_min = " + std::to_string(kThreshold) + "\n");
+    }
+    void use_config(const std::string &extra)
+    {
+        lib_.reset(new LibCtx(make_config(extra)));
+        ASSERT_TRUE(lib_->config_ok() && lib_->hwaf_loaded()) << lib_->load_errors();
+    }
+    /* A size around the threshold: below, at, or above it. */
+    size_t straddle(size_t lo)
+    {
+        size_t n = random_size(0, 3 * kThreshold);
+        return n < lo ? lo : n;
+    }
+};
+
+class DispatchCipher : public Dispatch, public ::testing::WithParamInterface<CipherAlg> {
+protected:
+    Bytes key()
+    {
+        const CipherAlg &a = GetParam();
+        Bytes k = random_bytes(a.keylen);
+        if (a.mode == Mode::XTS)
+            k[0] = (unsigned char)(k[a.keylen / 2] ^ 0x5a);
+        return k;
+    }
+    /* Update sizes for one stream: XTS data units of 16+, CBC blocks when
+     * padding is off, anything for CTR. */
+    size_t piece(bool whole_blocks)
+    {
+        const CipherAlg &a = GetParam();
+        size_t n = straddle(a.mode == Mode::XTS ? 16 : 0);
+        if (whole_blocks)
+            n -= n % 16;
+        return n;
+    }
+
+    /*
+     * One stream through both providers in lock step: updates of random
+     * sizes; now and then both contexts are copied and the copies carry on
+     * (the originals are freed: the copy must have the whole state); at
+     * fork_at the stream continues in a child, which reports by its exit
+     * status.  Returns false on the first difference.
+     */
+    void stream(int enc, bool padding, int fork_at)
+    {
+        const CipherAlg &a = GetParam();
+        CipherPtr h, d;
+        need_cipher(a.name, &h, &d);
+        if (!h)
+            return;
+        Bytes k = key(), iv = random_bytes(a.ivlen);
+        CtxPtr ch(EVP_CIPHER_CTX_new()), cd(EVP_CIPHER_CTX_new());
+        ASSERT_TRUE(EVP_CipherInit_ex2(ch.get(), h.get(), k.data(), iv.data(), enc, nullptr)) << error_queue_text();
+        ASSERT_TRUE(EVP_CipherInit_ex2(cd.get(), d.get(), k.data(), iv.data(), enc, nullptr));
+        EVP_CIPHER_CTX_set_padding(ch.get(), padding);
+        EVP_CIPHER_CTX_set_padding(cd.get(), padding);
+        bool whole = a.mode == Mode::CBC && !padding;
+        std::ostringstream log;
+        pid_t child = -1;
+        for (int i = 0; i < 40; i++) {
+            if (i == fork_at) {
+                child = fork();
+                ASSERT_NE(child, -1);
+                if (child > 0)
+                    break;  /* the parent stops here; the child carries on */
+            }
+            if (rng_() % 5 == 0) {
+                CtxPtr ch2(EVP_CIPHER_CTX_new()), cd2(EVP_CIPHER_CTX_new());
+                bool copied = EVP_CIPHER_CTX_copy(ch2.get(), ch.get()) && EVP_CIPHER_CTX_copy(cd2.get(), cd.get());
+                if (child == 0 && !copied)
+                    _exit(2);
+                ASSERT_TRUE(copied) << error_queue_text();
+                ch = std::move(ch2);
+                cd = std::move(cd2);
+                log << "copy ";
+            }
+            size_t n = piece(whole);
+            Bytes in = random_bytes(n), oh(n + 32), od(n + 32);
+            int lh = -1, ld = -1;
+            int okh = EVP_CipherUpdate(ch.get(), oh.data(), &lh, in.data(), (int)n);
+            int okd = EVP_CipherUpdate(cd.get(), od.data(), &ld, in.data(), (int)n);
+            log << n << " ";
+            std::string sh = cstate(ch.get()), sd = cstate(cd.get());
+            bool same = okh == okd && lh == ld && (lh <= 0 || memcmp(oh.data(), od.data(), lh) == 0) && sh == sd;
+            if (child == 0) {
+                if (!same)
+                    _exit(1);
+                continue;
+            }
+            ASSERT_TRUE(same) << a.name << (enc ? " encrypt" : " decrypt") << " padding " << padding
+                              << ", update of " << n << " after: " << log.str() << "\nhwaf " << okh << " outl "
+                              << lh << " " << sh << "\ndflt " << okd << " outl " << ld << " " << sd << "\n"
+                              << error_queue_text();
+        }
+        if (child > 0) {
+            int status = 0;
+            ASSERT_EQ(waitpid(child, &status, 0), child);
+            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                << a.name << ": the stream continued in a child after fork() differs from the default provider";
+            return;
+        }
+        if (!enc && padding && a.mode == Mode::CBC) {
+            ERR_clear_error();
+        } else {
+            Bytes fh(32), fd(32);
+            int lh = -1, ld = -1;
+            int okh = EVP_CipherFinal_ex(ch.get(), fh.data(), &lh);
+            int okd = EVP_CipherFinal_ex(cd.get(), fd.data(), &ld);
+            bool same = okh == okd && lh == ld && (lh <= 0 || memcmp(fh.data(), fd.data(), lh) == 0);
+            if (child == 0)
+                _exit(same ? 0 : 1);
+            EXPECT_TRUE(same) << "final: hwaf " << okh << "/" << lh << ", default " << okd << "/" << ld;
+        }
+        if (child == 0)
+            _exit(0);
+        ERR_clear_error();
+    }
+};
+
+TEST_P(DispatchCipher, SwitchesBothWaysWithinOneContext)
+{
+    const CipherAlg &a = GetParam();
+    Counts c0 = counts(*lib_);
+    for (int enc : {1, 0})
+        for (bool padding : {true, false}) {
+            if (a.mode != Mode::CBC && !padding)
+                continue;
+            for (int rep = 0; rep < 3; rep++) {
+                stream(enc, padding, -1);
+                if (HasFailure())
+                    return;
+            }
+        }
+    Counts c1 = counts(*lib_);
+    EXPECT_GT(c1.sw_ops, c0.sw_ops) << "nothing was computed in software";
+    EXPECT_GT(c1.k_ops, c0.k_ops) << "nothing reached the kernel";
+}
+
+TEST_P(DispatchCipher, ForkMidStream)
+{
+    for (int rep = 0; rep < 2; rep++) {
+        stream((int)(rng_() % 2), GetParam().mode != Mode::CBC || rng_() % 2, 3 + (int)(rng_() % 20));
+        if (HasFailure())
+            return;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchCipher, ::testing::ValuesIn(kCiphers),
+                         [](const ::testing::TestParamInfo<CipherAlg> &i) { return test_name(i.param.name); });
+
+class DispatchDigest : public Dispatch, public ::testing::WithParamInterface<DigestAlg> {};
+
+/* Messages of random length around the threshold in random pieces, a copy
+ * taken mid-message that continues with other data, the context re-used. */
+TEST_P(DispatchDigest, HeldBackThenDecided)
+{
+    const DigestAlg &a = GetParam();
+    MdPtr h, d;
+    need_md(a.name, &h, &d);
+    if (!h)
+        return;
+    Counts c0 = counts(*lib_);
+    MdCtxPtr ch(EVP_MD_CTX_new()), cd(EVP_MD_CTX_new());
+    for (int msg = 0; msg < 30; msg++) {
+        ASSERT_TRUE(EVP_DigestInit_ex2(ch.get(), h.get(), nullptr)) << error_queue_text();
+        ASSERT_TRUE(EVP_DigestInit_ex2(cd.get(), d.get(), nullptr));
+        int pieces = 1 + (int)(rng_() % 5);
+        MdCtxPtr kh, kd;
+        std::ostringstream log;
+        for (int p = 0; p < pieces; p++) {
+            Bytes in = random_bytes(random_size(0, 2 * kThreshold / pieces + 8));
+            ASSERT_TRUE(EVP_DigestUpdate(ch.get(), in.data(), in.size())) << error_queue_text();
+            ASSERT_TRUE(EVP_DigestUpdate(cd.get(), in.data(), in.size()));
+            log << in.size() << " ";
+            if (!kh && rng_() % 3 == 0) {
+                kh.reset(EVP_MD_CTX_new());
+                kd.reset(EVP_MD_CTX_new());
+                ASSERT_TRUE(EVP_MD_CTX_copy_ex(kh.get(), ch.get())) << error_queue_text();
+                ASSERT_TRUE(EVP_MD_CTX_copy_ex(kd.get(), cd.get()));
+                Bytes more = random_bytes(random_size(0, 2 * kThreshold));
+                ASSERT_TRUE(EVP_DigestUpdate(kh.get(), more.data(), more.size()));
+                ASSERT_TRUE(EVP_DigestUpdate(kd.get(), more.data(), more.size()));
+                log << "copy+" << more.size() << " ";
+            }
+        }
+        unsigned char oh[EVP_MAX_MD_SIZE], od[EVP_MAX_MD_SIZE];
+        unsigned int lh = 0, ld = 0;
+        ASSERT_TRUE(EVP_DigestFinal_ex(ch.get(), oh, &lh)) << error_queue_text();
+        ASSERT_TRUE(EVP_DigestFinal_ex(cd.get(), od, &ld));
+        ASSERT_EQ(tohex(oh, lh), tohex(od, ld)) << a.name << " pieces " << log.str();
+        if (kh) {
+            ASSERT_TRUE(EVP_DigestFinal_ex(kh.get(), oh, &lh)) << error_queue_text();
+            ASSERT_TRUE(EVP_DigestFinal_ex(kd.get(), od, &ld));
+            ASSERT_EQ(tohex(oh, lh), tohex(od, ld)) << a.name << " copy, pieces " << log.str();
+        }
+    }
+    Counts c1 = counts(*lib_);
+    EXPECT_GT(c1.sw_ops, c0.sw_ops) << "no message was hashed in software";
+    EXPECT_GT(c1.k_ops, c0.k_ops) << "no message reached the kernel";
+}
+
+TEST_P(DispatchDigest, ForkWhileHeldBackAndAfter)
+{
+    const DigestAlg &a = GetParam();
+    MdPtr h, d;
+    need_md(a.name, &h, &d);
+    if (!h)
+        return;
+    /* Below the threshold (held back), then above it (in the kernel). */
+    for (size_t first : {kThreshold / 2, 2 * kThreshold}) {
+        MdCtxPtr ch(EVP_MD_CTX_new()), cd(EVP_MD_CTX_new());
+        Bytes in = random_bytes(first), more = random_bytes(random_size(0, 3 * kThreshold));
+        ASSERT_TRUE(EVP_DigestInit_ex2(ch.get(), h.get(), nullptr));
+        ASSERT_TRUE(EVP_DigestInit_ex2(cd.get(), d.get(), nullptr));
+        ASSERT_TRUE(EVP_DigestUpdate(ch.get(), in.data(), in.size()));
+        ASSERT_TRUE(EVP_DigestUpdate(cd.get(), in.data(), in.size()));
+        pid_t pid = fork();
+        ASSERT_NE(pid, -1);
+        /* Parent and child both finish the message. */
+        unsigned char oh[EVP_MAX_MD_SIZE], od[EVP_MAX_MD_SIZE];
+        unsigned int lh = 0, ld = 0;
+        bool ok = EVP_DigestUpdate(ch.get(), more.data(), more.size()) && EVP_DigestFinal_ex(ch.get(), oh, &lh) &&
+                  EVP_DigestUpdate(cd.get(), more.data(), more.size()) && EVP_DigestFinal_ex(cd.get(), od, &ld) &&
+                  tohex(oh, lh) == tohex(od, ld);
+        if (pid == 0)
+            _exit(ok ? 0 : 1);
+        EXPECT_TRUE(ok) << a.name << " parent, " << first << "+" << more.size() << "\n" << error_queue_text();
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << a.name << " child, " << first << "+"
+                                                                   << more.size();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchDigest, ::testing::ValuesIn(kDigests),
+                         [](const ::testing::TestParamInfo<DigestAlg> &i) { return test_name(i.param.name); });
+
+/* ---- the per-context parameter and the configuration keys -------------- */
+
+std::vector<std::string> threshold_lines(const LibCtx &lib)
+{
+    std::string text;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_THRESHOLDS, &text)) << HWAF_PARAM_THRESHOLDS;
+    std::vector<std::string> v;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        v.push_back(line);
+    return v;
+}
+
+/* Encrypt n bytes of AES-128-CBC with offload forced to `force` (or left
+ * alone when force is -2); returns the change of the counters. */
+Counts cbc_run(LibCtx &lib, const EVP_CIPHER *c, size_t n, int force)
+{
+    Counts before = counts(lib);
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    Bytes key(16, 7), iv(16, 9), in(n, 1), out(n + 16);
+    int outl;
+    EXPECT_TRUE(EVP_EncryptInit_ex2(ctx.get(), c, key.data(), iv.data(), nullptr));
+    if (force != -2) {
+        OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+        EXPECT_TRUE(EVP_CIPHER_CTX_set_params(ctx.get(), p)) << error_queue_text();
+        EXPECT_EQ(ctx_param_int(ctx.get(), HWAF_PARAM_OFFLOAD, -7), force);
+    }
+    EXPECT_TRUE(EVP_CipherUpdate(ctx.get(), out.data(), &outl, in.data(), (int)n));
+    Counts after = counts(lib), d;
+    d.sw_ops = after.sw_ops - before.sw_ops;
+    d.sw_bytes = after.sw_bytes - before.sw_bytes;
+    d.k_ops = after.k_ops - before.k_ops;
+    d.k_bytes = after.k_bytes - before.k_bytes;
+    return d;
+}
+
+TEST_F(Dispatch, ThresholdDecidesAndContextParameterForces)
+{
+    CipherPtr h, d;
+    need_cipher("AES-128-CBC", &h, &d);
+    if (!h)
+        return;
+    Counts small = cbc_run(*lib_, h.get(), kThreshold - 16, -2);
+    EXPECT_EQ(small.sw_bytes, kThreshold - 16);
+    EXPECT_EQ(small.k_bytes, 0u) << "below the threshold, yet sent to the kernel";
+    Counts big = cbc_run(*lib_, h.get(), kThreshold, -2);
+    EXPECT_EQ(big.sw_bytes, 0u);
+    EXPECT_EQ(big.k_bytes, kThreshold) << "at the threshold, yet not sent to the kernel";
+    Counts forced_k = cbc_run(*lib_, h.get(), 16, 1);
+    EXPECT_EQ(forced_k.sw_bytes, 0u);
+    EXPECT_EQ(forced_k.k_bytes, 16u);
+    Counts forced_s = cbc_run(*lib_, h.get(), 4 * kThreshold, 0);
+    EXPECT_EQ(forced_s.sw_bytes, 4 * kThreshold);
+    EXPECT_EQ(forced_s.k_bytes, 0u);
+    /* Out of range is refused with a reason. */
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    Bytes key(16, 1), iv(16, 2);
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), h.get(), key.data(), iv.data(), nullptr));
+    int bad = 5;
+    OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &bad), OSSL_PARAM_construct_end()};
+    EXPECT_FALSE(EVP_CIPHER_CTX_set_params(ctx.get(), p));
+    EXPECT_TRUE(has_reasoned_error());
+    size_t min = 0;
+    OSSL_PARAM q[] = {OSSL_PARAM_construct_size_t(HWAF_PARAM_OFFLOAD_MIN, &min), OSSL_PARAM_construct_end()};
+    ASSERT_TRUE(EVP_CIPHER_CTX_get_params(ctx.get(), q));
+    EXPECT_EQ(min, kThreshold);
+}
+
+TEST_F(Dispatch, DigestContextParameterForces)
+{
+    MdPtr h, d;
+    need_md("SHA2-256", &h, &d);
+    if (!h)
+        return;
+    for (int force : {0, 1}) {
+        Counts before = counts(*lib_);
+        MdCtxPtr c(EVP_MD_CTX_new());
+        ASSERT_TRUE(EVP_DigestInit_ex2(c.get(), h.get(), nullptr));
+        OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+        ASSERT_TRUE(EVP_MD_CTX_set_params(c.get(), p)) << error_queue_text();
+        EXPECT_EQ(md_ctx_param_int(c.get(), HWAF_PARAM_OFFLOAD, -7), force);
+        size_t n = force ? 16 : 4 * kThreshold;
+        Bytes in(n, 3), ref;
+        unsigned char out[64];
+        unsigned int outl = 0;
+        ASSERT_TRUE(EVP_DigestUpdate(c.get(), in.data(), n));
+        ASSERT_TRUE(EVP_DigestFinal_ex(c.get(), out, &outl));
+        ASSERT_TRUE(digest_oneshot(d.get(), in, &ref));
+        EXPECT_EQ(tohex(out, outl), tohex(ref));
+        Counts after = counts(*lib_);
+        EXPECT_EQ(after.sw_bytes - before.sw_bytes, force ? 0u : n) << "force " << force;
+        EXPECT_EQ(after.k_bytes - before.k_bytes, force ? n : 0u) << "force " << force;
+    }
+}
+
+TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
+{
+    std::vector<ImplLine> impls;
+    {
+        std::string text;
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_ALGORITHMS, &text));
+        impls = parse_algorithms(text);
+    }
+    ASSERT_FALSE(impls.empty());
+    auto lines = threshold_lines(*lib_);
+    ASSERT_EQ(lines.size(), impls.size() + 1);
+    EXPECT_EQ(lines[0], "policy=throughput");
+    for (size_t i = 0; i < impls.size(); i++)
+        EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
+                                    " offload_min=" + std::to_string(kThreshold) + " source=configured");
+
+    /* A calibration file: its values are used, per policy, shown as cached. */
+    std::ostringstream cal;
+    cal << "# written by a test\nhwaf-calibration 1\n";
+    for (const ImplLine &l : impls)
+        cal << l.name << " " << l.backend << " " << l.driver << " 32 never\n";
+    std::string path = write_temp_file("calibration", cal.str());
+    for (const char *policy : {"throughput", "cpu"}) {
+        use_config(std::string("calibration = ") + path + "\npolicy = " + policy + "\noffload_min = auto\n");
+        if (HasFatalFailure())
+            return;
+        lines = threshold_lines(*lib_);
+        ASSERT_EQ(lines.size(), impls.size() + 1);
+        EXPECT_EQ(lines[0], std::string("policy=") + policy);
+        std::string want = strcmp(policy, "cpu") == 0 ? "never" : "32";
+        for (size_t i = 0; i < impls.size(); i++)
+            EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
+                                        " offload_min=" + want + " source=cached");
+        CipherPtr h = hwaf_cipher("AES-128-CBC");
+        ASSERT_TRUE(h);
+        Counts c = cbc_run(*lib_, h.get(), 48, -2);
+        EXPECT_EQ(c.k_bytes, want == "32" ? 48u : 0u) << policy;
+        EXPECT_EQ(c.sw_bytes, want == "32" ? 0u : 48u) << policy;
+    }
+    /* Without calibration and with offload_min = auto: the documented
+     * defaults, never for a driver on the CPU. */
+    use_config("offload_min = auto\n");
+    if (HasFatalFailure())
+        return;
+    lines = threshold_lines(*lib_);
+    ASSERT_EQ(lines.size(), impls.size() + 1);
+    for (size_t i = 0; i < impls.size(); i++) {
+        std::string want = impls[i].hw ? "16384" : "never";
+        EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
+                                    " offload_min=" + want + " source=default");
+    }
+    /* `openssl list -providers -verbose` shows buildinfo: the thresholds
+     * are there too. */
+    std::string bi;
+    ASSERT_TRUE(lib_->prov_param(OSSL_PROV_PARAM_BUILDINFO, &bi));
+    EXPECT_NE(bi.find("offload thresholds policy=throughput;"), std::string::npos) << bi;
+    EXPECT_NE(bi.find(impls[0].name + " " + impls[0].backend + " " + impls[0].driver + " offload_min="),
+              std::string::npos) << bi;
+}
+
+} // namespace
+
+/* ---- configuration errors: no kernel needed ----------------------------- */
+
+namespace {
+
+class HostDispatchConfig : public HwafTest {};
+
+TEST_F(HostDispatchConfig, BadValuesRefuseToLoadWithAReason)
+{
+    const char *bad[] = {
+        "policy = fast\n",
+        "offload_min = -1\n",
+        "offload_min = 12kb\n",
+        "offload_min = 99999999999999\n",
+    };
+    for (const char *b : bad) {
+        LibCtx lib(make_config(b));
+        EXPECT_FALSE(lib.config_ok() && lib.hwaf_loaded()) << "accepted: " << b;
+        EXPECT_NE(lib.load_errors().find("hwaf"), std::string::npos) << b << ": " << lib.load_errors();
+    }
+}
+
+TEST_F(HostDispatchConfig, MalformedCalibrationFilesAreCleanErrors)
+{
+    struct Case {
+        const char *text, *expect;
+    } cases[] = {
+        {"", "empty"},
+        {"AES-128-CBC afalg cbc-aes-aesni 1 2\n", ":1: expected \"hwaf-calibration 1\""},
+        {"hwaf-calibration 2\n", ":1: expected \"hwaf-calibration 1\""},
+        {"hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni 1024\n", ":2: expected <name>"},
+        {"hwaf-calibration 1\n# fine\nAES-128-CBC afalg cbc-aes-aesni 1k never\n", ":3: threshold"},
+        {"hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni -5 7\n", ":2: threshold"},
+    };
+    for (const Case &c : cases) {
+        std::string path = write_temp_file("calibration", c.text);
+        LibCtx lib(make_config("calibration = " + path + "\n"));
+        EXPECT_FALSE(lib.config_ok() && lib.hwaf_loaded()) << "accepted:\n" << c.text;
+        EXPECT_NE(lib.load_errors().find(c.expect), std::string::npos)
+            << "file:\n" << c.text << "\nerrors: " << lib.load_errors();
+    }
+    /* A file that does not exist yet is no error: defaults until calibrated. */
+    LibCtx lib(make_config("calibration = " + tmp_dir() + "/no-such-calibration\n"));
+    EXPECT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+    /* And a good one loads. */
+    std::string path = write_temp_file("calibration", "hwaf-calibration 1\n"
+                                                      "AES-128-CBC afalg cbc-aes-aesni 4096 never # ok\n");
+    LibCtx good(make_config("calibration = " + path + "\npolicy = cpu\noffload_min = auto\n"));
+    EXPECT_TRUE(good.config_ok() && good.hwaf_loaded()) << good.load_errors();
+}
+
+} // namespace
