@@ -159,9 +159,10 @@ TEST_F(HostConfig, ConfigurationInEffectShowsEveryKey)
     LibCtx dflt(make_config(""));
     ASSERT_TRUE(dflt.hwaf_loaded()) << dflt.load_errors();
     ASSERT_TRUE(dflt.prov_param(HWAF_PARAM_CONFIG, &cfg));
+    /* offload_min: from HWAF_OFFLOAD_MIN=0, which the test binary sets. */
     EXPECT_EQ(cfg, "backends = afalg devcrypto; prefer = auto; allow_software = yes; "
                    "hw_drivers = ; sw_drivers = ; debug = no; zerocopy = auto; "
-                   "zerocopy_min = 65536");
+                   "zerocopy_min = 65536; policy = throughput; offload_min = 0; calibration = ");
 }
 
 } // namespace
