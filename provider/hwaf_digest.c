@@ -446,10 +446,11 @@ static const OSSL_PARAM *digest_gettable_ctx_params(void *dctx, void *provctx)
 }
 
 /*
- * Settable context parameters exactly where the default provider has them,
- * plus hwaf's own hwaf-offload: SHA1's ssl3-ms.  The SHA-2 digests refuse
- * every other name, so EVP_DigestFinalXOF (which sets "xoflen") fails on
- * them, as on the default provider's.  One line per digest.
+ * Settable context parameters exactly where the default provider has them:
+ * SHA1's ssl3-ms (and hwaf's own hwaf-offload).  The default provider's
+ * SHA-2 digests list none, and neither do ours; they take hwaf-offload and
+ * refuse every other name, so EVP_DigestFinalXOF (which sets "xoflen")
+ * fails on them, as on the default provider's.  One line per digest.
  */
 static OSSL_FUNC_digest_settable_ctx_params_fn sha1_settable_ctx_params;
 static const OSSL_PARAM *sha1_settable_ctx_params(void *dctx, void *provctx)
@@ -457,19 +458,12 @@ static const OSSL_PARAM *sha1_settable_ctx_params(void *dctx, void *provctx)
     return sha1_known_settable_ctx_params;
 }
 
-/* The SHA-2 digests: hwaf's own hwaf-offload only. */
-static OSSL_FUNC_digest_settable_ctx_params_fn sha2_settable_ctx_params;
-static const OSSL_PARAM *sha2_settable_ctx_params(void *dctx, void *provctx)
-{
-    return sha1_known_settable_ctx_params + 1;
-}
 
 #define DIGEST_SETTERS_SHA1                                                        \
     { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params },    \
     { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))sha1_settable_ctx_params },
 #define DIGEST_SETTERS_SHA2                                                        \
-    { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params },    \
-    { OSSL_FUNC_DIGEST_SETTABLE_CTX_PARAMS, (void (*)(void))sha2_settable_ctx_params },
+    { OSSL_FUNC_DIGEST_SET_CTX_PARAMS, (void (*)(void))digest_set_ctx_params },
 #define DIGEST_SETTERS_SHA2_224 DIGEST_SETTERS_SHA2
 #define DIGEST_SETTERS_SHA2_256 DIGEST_SETTERS_SHA2
 #define DIGEST_SETTERS_SHA2_384 DIGEST_SETTERS_SHA2
