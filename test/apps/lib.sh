@@ -50,6 +50,13 @@ need() {
     done
 }
 
+# The guest's drivers are CPU drivers, which hwaf by default never offloads
+# (offload_min, docs/config.md): these tests prove that the kernel path
+# carries an application's data, so every hwaf context here offloads.  The
+# variable stands in for offload_min in every process, including those that
+# load hwaf themselves (openvpn --providers).
+export HWAF_OFFLOAD_MIN=0
+
 # openssl.cnf files: $tmp/hwaf.cnf (hwaf + default, default_properties
 # ?provider=hwaf) and $tmp/default.cnf (default alone).
 cat >"$tmp/hwaf.cnf" <<CNF
