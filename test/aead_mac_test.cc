@@ -79,7 +79,7 @@ GcmResult gcm(const EVP_CIPHER *c, int enc, const GcmRun &r)
             res.err = "update: " + error_queue_text();
             return res;
         }
-        if (r.inplace)
+        if (r.inplace && outl > 0)  /* an empty buffer's data() may be NULL */
             memcpy(res.out.data() + got, dst, (size_t)outl);
         got += (size_t)outl;
         off += n;
