@@ -560,7 +560,8 @@ static size_t fill_block(hwaf_cipher_ctx *ctx, const unsigned char **in, size_t 
 {
     size_t need = BLK - ctx->bufsz, take = *inl < need ? *inl : need;
 
-    memcpy(ctx->buf + ctx->bufsz, *in, take);
+    if (take > 0)  /* an empty update may come with in == NULL */
+        memcpy(ctx->buf + ctx->bufsz, *in, take);
     ctx->bufsz += take;
     *in += take;
     *inl -= take;
