@@ -560,11 +560,12 @@ static size_t fill_block(hwaf_cipher_ctx *ctx, const unsigned char **in, size_t 
 {
     size_t need = BLK - ctx->bufsz, take = *inl < need ? *inl : need;
 
-    if (take > 0)  /* an empty update may come with in == NULL */
+    if (take > 0) {  /* an empty update may come with in == NULL */
         memcpy(ctx->buf + ctx->bufsz, *in, take);
-    ctx->bufsz += take;
-    *in += take;
-    *inl -= take;
+        ctx->bufsz += take;
+        *in += take;
+        *inl -= take;
+    }
     return *inl & ~(size_t)(BLK - 1);
 }
 
