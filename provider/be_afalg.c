@@ -630,6 +630,8 @@ static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
         return 1;
     r = afalg_send_all(s->op, in, len, 1);
     if (r < 0) {
+        /* The kernel may have taken part of it: never back to the pool. */
+        s->more = 1;
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "send");
         return 0;
     }

@@ -27,6 +27,7 @@ typedef struct hwaf_digest_ctx_st {
     int snapshot_ok;   /* the last fork snapshot succeeded */
     int broken;        /* state lost in a child: refuse until init */
     int finalised;     /* final done: refuse update and final until init */
+    int failed;        /* an operation failed part-way: refuse until init */
     int inited;        /* init done */
     int where;         /* PATH_*: where this message goes */
     int be_used;       /* be holds data of an earlier message: reset first */
@@ -133,10 +134,13 @@ static void *digest_dupctx(void *vctx)
     }
     dst->impl = src->impl;
     dst->finalised = src->finalised;
+    dst->failed = src->failed;
     dst->inited = src->inited;
     dst->where = src->where;
     dst->offload = src->offload;
-    if (src->where == PATH_KERNEL && src->be != NULL) {
+    if (src->failed) {
+        /* Nothing worth copying: the copy refuses until init, too. */
+    } else if (src->where == PATH_KERNEL && src->be != NULL) {
         if (!src->impl->be->md_dup(&be, src->be))
             goto err;
         attach(dst, be);
@@ -255,12 +259,25 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
         detach(ctx);
         ctx->broken = 0;
     }
+    if (ctx->failed) {
+        /* Whatever the failed operation left in the kernel or in software
+         * goes with its object; the next message starts on a fresh one. */
+        detach(ctx);
+        if (ctx->sw != NULL)
+            ctx->impl->soft->be->md_close(ctx->sw);
+        ctx->sw = NULL;
+        ctx->be_used = 0;
+        ctx->where = PATH_UNDECIDED;
+        ctx->failed = 0;
+    }
     ctx->finalised = 0;
     ctx->inited = 1;
     OPENSSL_cleanse(ctx->hold, ctx->held);
     ctx->held = 0;
-    if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw))
+    if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw)) {
+        ctx->failed = 1;
         return 0;
+    }
     ctx->where = PATH_UNDECIDED;
     if (params != NULL && OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD) != NULL) {
         const OSSL_PARAM only[] = { *OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD),
@@ -270,8 +287,10 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
             return 0;
     }
     /* Decided already: go there now, as a kernel-only context always did. */
-    if (threshold(ctx) == 0)
-        return go(ctx, 1);
+    if (threshold(ctx) == 0 && !go(ctx, 1)) {
+        ctx->failed = 1;
+        return 0;
+    }
     return 1;
 }
 
@@ -286,6 +305,11 @@ static int digest_ready(hwaf_digest_ctx *ctx)
                    "the running hash was lost in fork(); initialise again");
         return 0;
     }
+    if (ctx->failed) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED,
+                   "an earlier operation failed; initialise the context again");
+        return 0;
+    }
     if (ctx->finalised) {
         HWAF_RAISE(PROV(ctx), HWAF_R_UPDATE_AFTER_FINAL,
                    "initialise the context again first");
@@ -294,13 +318,23 @@ static int digest_ready(hwaf_digest_ctx *ctx)
     return 1;
 }
 
+/*
+ * After a failed update or final the running hash holds an unknown part of
+ * the message (a send can fail after the kernel took some of it, and the
+ * kernel's hash socket starts a new hash at the next send after an error):
+ * the context refuses everything until the next init, never a digest of
+ * part of the message.
+ */
 static int digest_update(void *vctx, const unsigned char *in, size_t inl)
 {
     hwaf_digest_ctx *ctx = vctx;
 
     if (!digest_ready(ctx))
         return 0;
-    return feed(ctx, in, inl);
+    if (feed(ctx, in, inl))
+        return 1;
+    ctx->failed = 1;
+    return 0;
 }
 
 static int digest_final(void *vctx, unsigned char *out, size_t *outl,
@@ -317,11 +351,12 @@ static int digest_final(void *vctx, unsigned char *out, size_t *outl,
         return 0;
     }
     ctx->finalised = 1;
-    if (!settle(ctx))
+    if (!settle(ctx)
+        || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
+                                      : !ctx->impl->soft->be->md_final(ctx->sw, out))) {
+        ctx->failed = 1;
         return 0;
-    if (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
-                                  : !ctx->impl->soft->be->md_final(ctx->sw, out))
-        return 0;
+    }
     *outl = mdlen;
     return 1;
 }
@@ -412,8 +447,12 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "ssl3-ms: 48 bytes expected");
         return 0;
     }
-    if (!digest_ready(ctx) || !settle(ctx))
+    if (!digest_ready(ctx))
         return 0;
+    if (!settle(ctx)) {
+        ctx->failed = 1;
+        return 0;
+    }
     b = ctx->where == PATH_KERNEL ? ctx->impl->be : ctx->impl->soft->be;
     s = ctx->where == PATH_KERNEL ? ctx->be : ctx->sw;
     memset(pad, 0x36, sizeof(pad));
@@ -425,6 +464,8 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
          && b->md_update(s, pad, sizeof(pad))
          && b->md_update(s, inner, 20);
     OPENSSL_cleanse(inner, sizeof(inner));
+    if (!ok)
+        ctx->failed = 1;
     return ok;
 }
 

@@ -35,6 +35,7 @@ typedef struct hwaf_mac_ctx_st {
     int snapshot_ok;
     int broken;              /* state lost in a child: refuse until init */
     int finalised;
+    int failed;              /* an update or final failed: refuse until init */
 } hwaf_mac_ctx;
 
 #define FROM_NODE(n) ((hwaf_mac_ctx *)((char *)(n) - offsetof(hwaf_mac_ctx, node)))
@@ -151,7 +152,8 @@ static void *mac_dupctx(void *vctx)
         HWAF_RAISE(src->prov, HWAF_R_FORK_RECOVERY_FAILED, NULL);
         return NULL;
     }
-    if (src->be != NULL && !src->impl->be->md_dup(&be, src->be))
+    /* A failed one is copied without its state: the copy refuses until init. */
+    if (src->be != NULL && !src->failed && !src->impl->be->md_dup(&be, src->be))
         return NULL;
     dst = mac_newctx(src->prov, src->slot);
     if (dst == NULL || (src->key_set && !set_key(dst, src->key, src->keylen))) {
@@ -162,6 +164,7 @@ static void *mac_dupctx(void *vctx)
     }
     dst->impl = src->impl;
     dst->finalised = src->finalised;
+    dst->failed = src->failed;
     if (be != NULL)
         attach(dst, be);
     return dst;
@@ -340,8 +343,11 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
     }
     ctx->broken = 0;
     ctx->finalised = 0;
-    if (ctx->be != NULL && ctx->impl->be->md_reset(ctx->be))
+    /* After a failure the running MAC holds an unknown part of a message:
+     * never reset it, start on a fresh one. */
+    if (ctx->be != NULL && !ctx->failed && ctx->impl->be->md_reset(ctx->be))
         return 1;
+    ctx->failed = 0;
     detach(ctx);
     if (!ctx->impl->be->mac_open(&be, ctx->impl, ctx->key, ctx->keylen))
         return 0;
@@ -360,6 +366,11 @@ static int mac_ready(hwaf_mac_ctx *ctx)
                    "the running MAC was lost in fork(); initialise again");
         return 0;
     }
+    if (ctx->failed) {
+        HWAF_RAISE(ctx->prov, HWAF_R_NOT_INITIALISED,
+                   "an earlier operation failed; initialise the context again");
+        return 0;
+    }
     if (ctx->finalised) {
         HWAF_RAISE(ctx->prov, HWAF_R_UPDATE_AFTER_FINAL,
                    "initialise the context again first");
@@ -376,7 +387,10 @@ static int mac_update(void *vctx, const unsigned char *in, size_t inl)
         return EVP_MAC_update(ctx->soft, in, inl);
     if (!mac_ready(ctx))
         return 0;
-    return ctx->impl->be->md_update(ctx->be, in, inl);
+    if (ctx->impl->be->md_update(ctx->be, in, inl))
+        return 1;
+    ctx->failed = 1;  /* part of the message may be in: see mac_init() */
+    return 0;
 }
 
 static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
@@ -395,8 +409,10 @@ static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsiz
         return 0;
     }
     ctx->finalised = 1;
-    if (!ctx->impl->be->md_final(ctx->be, out))
+    if (!ctx->impl->be->md_final(ctx->be, out)) {
+        ctx->failed = 1;
         return 0;
+    }
     *outl = mdlen;
     return 1;
 }

@@ -12,8 +12,10 @@
  *   - output equal to the default provider's, or
  *   - a failed EVP call whose error names the call and the errno (a short
  *     call: any error with a reason string),
- * never a hang (an alarm per case); a cycle whose first half failed must
- * give the right output after the re-init; and afterwards a fresh context
+ * never a hang (an alarm per case); a context whose cycle failed must
+ * refuse to go on (one more update and a final, without an init: the
+ * message is no longer whole) with an error, and give the right output
+ * after the re-init; and afterwards a fresh context
  * must give the right output (no poisoned pool).  The fault shim
  * (fault_shim.c) counts and fails only calls made from hwaf.so.
  */
@@ -90,6 +92,7 @@ struct Cycle {
     std::function<void *()> make;
     std::function<void(void *)> free;
     std::function<bool(void *, Bytes *)> run_hwaf;
+    std::function<bool(void *)> go_on;   /* update + final, no init */
     Bytes want;
 };
 
@@ -137,6 +140,13 @@ void Faults::run_matrix(const std::string &label, Cycle &cy)
             unsigned c1 = fault_calls();
             std::string e1 = r1 ? "" : error_queue_text();
             ERR_clear_error();
+            bool gone_on = false;
+            std::string eg;
+            if (!r1) {
+                gone_on = cy.go_on(c);
+                eg = gone_on ? "" : error_queue_text();
+                ERR_clear_error();
+            }
             bool r2 = cy.run_hwaf(c, &o2);
             unsigned c2 = fault_calls();
             std::string e2 = r2 ? "" : error_queue_text();
@@ -176,6 +186,10 @@ void Faults::run_matrix(const std::string &label, Cycle &cy)
                     why << which << " failed without naming the call " << call << ": " << e << "; ";
             };
             bool in1 = n <= c1, in2 = !in1 && n <= c2;
+            if (!r1 && gone_on)
+                why << "going on after a failure without an init succeeded; ";
+            else if (!r1 && eg.empty())
+                why << "going on after a failure failed without an error; ";
             if (in1) {
                 judge(r1, o1, e1, "first run");
                 if (!r2 || o2 != cy.want)
@@ -258,6 +272,13 @@ TEST_P(Faults, EveryCallEveryErrno)
             cy.make = [] { return (void *)EVP_MD_CTX_new(); };
             cy.free = [](void *c) { EVP_MD_CTX_free((EVP_MD_CTX *)c); };
             cy.run_hwaf = [&](void *c, Bytes *o) { return run(h.get(), c, o); };
+            cy.go_on = [&](void *vc) {
+                EVP_MD_CTX *c = (EVP_MD_CTX *)vc;
+                unsigned char m[EVP_MAX_MD_SIZE];
+                unsigned int ml = 0;
+                return EVP_DigestUpdate(c, small.data(), small.size()) == 1
+                    && EVP_DigestFinal_ex(c, m, &ml) == 1;
+            };
             MdCtxPtr dc(EVP_MD_CTX_new());
             ASSERT_TRUE(run(d.get(), dc.get(), &cy.want));
             run_matrix(label, cy);
@@ -294,6 +315,13 @@ TEST_P(Faults, EveryCallEveryErrno)
             cy.make = [] { return (void *)EVP_CIPHER_CTX_new(); };
             cy.free = [](void *c) { EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)c); };
             cy.run_hwaf = [&](void *c, Bytes *o) { return run(h.get(), c, o); };
+            cy.go_on = [&](void *vc) {
+                EVP_CIPHER_CTX *c = (EVP_CIPHER_CTX *)vc;
+                Bytes o(small.size() + 32);
+                int l1 = 0, l2 = 0;
+                return EVP_CipherUpdate(c, o.data(), &l1, small.data(), (int)small.size()) == 1
+                    && EVP_CipherFinal_ex(c, o.data() + l1, &l2) == 1;
+            };
             CtxPtr dc(EVP_CIPHER_CTX_new());
             ASSERT_TRUE(run(d.get(), dc.get(), &cy.want));
             run_matrix(label + (enc ? " encrypt" : " decrypt"), cy);
