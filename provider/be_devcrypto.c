@@ -4,7 +4,9 @@
  * One open file per process (devcrypto_sys.c) and one kernel session per
  * object.  A cipher operation is one CIOCCRYPT carrying the IV explicitly;
  * a hash is a session fed with COP_FLAG_UPDATE and read with
- * COP_FLAG_FINAL, copied with CIOCCPHASH.
+ * COP_FLAG_FINAL, copied with CIOCCPHASH; an HMAC is a hash session opened
+ * with its key (mackey); a GCM message is one CIOCAUTHCRYPT in plain AEAD
+ * mode.
  *
  * Things the module does not do and this file does on its behalf:
  *  - XTS data units that are not a multiple of 16 bytes: cryptodev checks
@@ -17,6 +19,12 @@
  *  - Operations larger than the device takes at once (a CUSE device takes
  *    about 128 KiB): they are split, CBC and CTR chaining done here.
  *
+ *  - HMAC keys longer than the module takes (512 bytes): hashed here
+ *    first, as HMAC defines for keys longer than the block size.
+ *  - GCM data: the module wants ciphertext and tag side by side in one
+ *    buffer, so a message goes through hwaf's own buffer (which also keeps
+ *    the caller's pages out of the module, see below); AAD longer than a
+ *    page (which the module refuses) is refused with a reason.
  *  - Hash data in the caller's memory: it always goes through hwaf's own
  *    buffer.  cryptodev-linux pins a buffer's pages before it hashes them
  *    and, when the buffer mixes writable and read-only pages, never
@@ -86,6 +94,21 @@ struct hwaf_be_md_st {
      * CIOCCRYPT does update + final) or flushed by the next update. */
     unsigned char *pending;
     size_t npending, pcap;
+    /* HMAC: the key every session of this object is opened with (kept
+     * for copies and for a child's new session after fork()). */
+    unsigned char *mackey;
+    size_t mackeylen;
+};
+
+struct hwaf_be_aead_st {
+    const hwaf_impl *impl;
+    int fd;                    /* the process's file (dc_file_get) */
+    unsigned int gen;          /* ...of this fork generation */
+    uint32_t ses;
+    int have_ses;
+    size_t align;
+    unsigned char *buf;        /* data || tag, in place */
+    size_t cap;
 };
 
 /* Updates up to this size are held back (copying 16 KiB costs far less
@@ -151,20 +174,29 @@ static int dc_too_large(int err, size_t len)
 
 /* ---- algorithm ids ---- */
 
-static int dc_ids(const hwaf_alg *alg, uint32_t *cipher, uint32_t *mac)
+/* The session ids of alg: cipher (ciphers and AEAD) or mac (hashes and
+ * HMACs); for an HMAC, hash is its plain digest (to shorten long keys). */
+static int dc_ids3(const hwaf_alg *alg, uint32_t *cipher, uint32_t *mac,
+                   uint32_t *hash)
 {
     static const struct {
         const char *kname;
-        uint32_t cipher, mac;
+        uint32_t cipher, mac, hash;
     } map[] = {
-        { "cbc(aes)", CRYPTO_AES_CBC, 0 },
-        { "ctr(aes)", CRYPTO_AES_CTR, 0 },
-        { "xts(aes)", CRYPTO_AES_XTS, 0 },
-        { "sha1", 0, CRYPTO_SHA1 },
-        { "sha224", 0, CRYPTO_SHA2_224 },
-        { "sha256", 0, CRYPTO_SHA2_256 },
-        { "sha384", 0, CRYPTO_SHA2_384 },
-        { "sha512", 0, CRYPTO_SHA2_512 },
+        { "cbc(aes)", CRYPTO_AES_CBC, 0, 0 },
+        { "ctr(aes)", CRYPTO_AES_CTR, 0, 0 },
+        { "xts(aes)", CRYPTO_AES_XTS, 0, 0 },
+        { "gcm(aes)", CRYPTO_AES_GCM, 0, 0 },
+        { "sha1", 0, CRYPTO_SHA1, 0 },
+        { "sha224", 0, CRYPTO_SHA2_224, 0 },
+        { "sha256", 0, CRYPTO_SHA2_256, 0 },
+        { "sha384", 0, CRYPTO_SHA2_384, 0 },
+        { "sha512", 0, CRYPTO_SHA2_512, 0 },
+        { "hmac(sha1)", 0, CRYPTO_SHA1_HMAC, CRYPTO_SHA1 },
+        { "hmac(sha224)", 0, CRYPTO_SHA2_224_HMAC, CRYPTO_SHA2_224 },
+        { "hmac(sha256)", 0, CRYPTO_SHA2_256_HMAC, CRYPTO_SHA2_256 },
+        { "hmac(sha384)", 0, CRYPTO_SHA2_384_HMAC, CRYPTO_SHA2_384 },
+        { "hmac(sha512)", 0, CRYPTO_SHA2_512_HMAC, CRYPTO_SHA2_512 },
     };
     size_t i;
 
@@ -172,10 +204,18 @@ static int dc_ids(const hwaf_alg *alg, uint32_t *cipher, uint32_t *mac)
         if (strcmp(alg->kname, map[i].kname) == 0) {
             *cipher = map[i].cipher;
             *mac = map[i].mac;
+            *hash = map[i].hash;
             return 1;
         }
     }
     return 0;
+}
+
+static int dc_ids(const hwaf_alg *alg, uint32_t *cipher, uint32_t *mac)
+{
+    uint32_t hash;
+
+    return dc_ids3(alg, cipher, mac, &hash);
 }
 
 static void *dc_aligned_alloc(size_t align, size_t len)
@@ -224,7 +264,31 @@ static int dc_kat(int fd, uint32_t ses, const hwaf_alg *alg)
     /* The answers are constants in hwaf's read-only data: the module gets
      * copies (see dc_cipher_op), in place. */
     memcpy(out, alg->kat_in, alg->kat_inlen);
-    if (alg->kind == HWAF_KIND_CIPHER) {
+    if (alg->kind == HWAF_KIND_AEAD) {
+        /* kat_out: ciphertext || tag, IV the first 12 bytes of kat_iv. */
+        unsigned char buf[256 + HWAF_GCM_TAG];
+
+        memcpy(iv, alg->kat_iv, HWAF_GCM_IV);
+        memcpy(buf, alg->kat_in, alg->kat_inlen);
+        r = dc_auth_crypt(fd, ses, COP_ENCRYPT, iv, NULL, 0, buf,
+                          alg->kat_inlen, HWAF_GCM_TAG);
+        if (r == 0 && memcmp(buf, alg->kat_out, alg->kat_inlen + HWAF_GCM_TAG) != 0)
+            r = -EBADMSG;
+        if (r == 0)
+            r = dc_auth_crypt(fd, ses, COP_DECRYPT, iv, NULL, 0, buf,
+                              alg->kat_inlen + HWAF_GCM_TAG, HWAF_GCM_TAG);
+        if (r == 0 && memcmp(buf, alg->kat_in, alg->kat_inlen) != 0)
+            r = -EBADMSG;
+        if (r == 0) {
+            /* ...and a wrong tag must be refused. */
+            memcpy(buf, alg->kat_out, alg->kat_inlen + HWAF_GCM_TAG);
+            buf[alg->kat_inlen] ^= 1;
+            r = dc_auth_crypt(fd, ses, COP_DECRYPT, iv, NULL, 0, buf,
+                              alg->kat_inlen + HWAF_GCM_TAG, HWAF_GCM_TAG);
+            r = r == -EBADMSG ? 0 : r == 0 ? -EBADMSG : r;
+        }
+        OPENSSL_cleanse(buf, sizeof(buf));
+    } else if (alg->kind == HWAF_KIND_CIPHER) {
         memcpy(iv, alg->kat_iv, alg->ivlen);
         r = dc_crypt(fd, ses, COP_ENCRYPT, 0, iv, out, out, alg->kat_inlen,
                      NULL);
@@ -287,8 +351,10 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
     fd = dc_open();
     if (fd < 0)
         return 0;
-    r = dc_session(fd, cipher, mac, cipher ? alg->kat_key : NULL,
-                   cipher ? alg->keylen : 0, &ses);
+    /* Ciphers and HMACs are keyed with the known answer's key. */
+    r = dc_session(fd, cipher, mac,
+                   alg->kind != HWAF_KIND_DIGEST ? alg->kat_key : NULL,
+                   alg->kind != HWAF_KIND_DIGEST ? alg->keylen : 0, &ses);
     if (r < 0) {
         HWAF_DEBUG("devcrypto %s: no session: %s", alg->kname, strerror(-r));
         close(fd);
@@ -348,19 +414,20 @@ static void dc_cipher_abandon(hwaf_be_cipher *s)
     dc_cipher_free(s, 0);
 }
 
-static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
-                          const unsigned char *key, size_t keylen)
+/*
+ * A keyed session of impl's cipher or AEAD on fd, checked to be bound to
+ * the driver impl offers: 1, or 0 with an error raised.  *align receives
+ * the session's alignment.
+ */
+static int dc_bind(const hwaf_impl *impl, int fd, const unsigned char *key,
+                   size_t keylen, uint32_t *ses, int *have_ses, size_t *align)
 {
     const hwaf_alg *alg = impl->alg;
     struct session_info_op info;
-    hwaf_be_cipher *s;
     uint32_t cipher, mac;
     const char *drv;
     int r;
 
-    *out = NULL;
-    if (!hwaf_sandbox_allows(impl->prov))
-        return 0;
     if (!dc_ids(alg, &cipher, &mac) || cipher == 0) {
         HWAF_RAISE(impl->prov, HWAF_R_BACKEND_UNAVAILABLE,
                    "devcrypto has no cipher %s", alg->kname);
@@ -371,6 +438,48 @@ static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
                    keylen);
         return 0;
     }
+    if (fd < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -fd,
+                       "open(" DC_DEVICE ")");
+        return 0;
+    }
+    r = dc_session(fd, cipher, 0, key, keylen, ses);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCGSESSION)");
+        return 0;
+    }
+    *have_ses = 1;
+    r = dc_session_info(fd, *ses, &info);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "ioctl(CIOCGSESSINFO)");
+        return 0;
+    }
+    *align = (size_t)info.alignmask + 1;
+    drv = info.cipher_info.cra_driver_name;
+    if (strncmp(drv, impl->drv.name, sizeof(info.cipher_info.cra_driver_name)) != 0) {
+        /* A driver loaded since the probe outranks the one offered. */
+        if (impl->hw && !(info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY)) {
+            HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
+                       "/dev/crypto now binds %.64s instead of hardware driver %s",
+                       drv, impl->drv.name);
+            return 0;
+        }
+        HWAF_DEBUG("devcrypto %s: bound %.64s, offered as %s", alg->kname,
+                   drv, impl->drv.name);
+    }
+    return 1;
+}
+
+static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
+                          const unsigned char *key, size_t keylen)
+{
+    hwaf_be_cipher *s;
+
+    *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto cipher");
@@ -379,38 +488,9 @@ static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     s->impl = impl;
     s->align = 1;
     s->fd = dc_file_get(&s->gen);
-    if (s->fd < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
-                       "open(" DC_DEVICE ")");
+    if (!dc_bind(impl, s->fd, key, keylen, &s->ses, &s->have_ses, &s->align))
         goto err;
-    }
-    r = dc_session(s->fd, cipher, 0, key, keylen, &s->ses);
-    if (r < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
-                       "ioctl(CIOCGSESSION)");
-        goto err;
-    }
-    s->have_ses = 1;
-    r = dc_session_info(s->fd, s->ses, &info);
-    if (r < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
-                       "ioctl(CIOCGSESSINFO)");
-        goto err;
-    }
-    s->align = (size_t)info.alignmask + 1;
-    drv = info.cipher_info.cra_driver_name;
-    if (strncmp(drv, impl->drv.name, sizeof(info.cipher_info.cra_driver_name)) != 0) {
-        /* A driver loaded since the probe outranks the one offered. */
-        if (impl->hw && !(info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY)) {
-            HWAF_RAISE(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED,
-                       "/dev/crypto now binds %.64s instead of hardware driver %s",
-                       drv, impl->drv.name);
-            goto err;
-        }
-        HWAF_DEBUG("devcrypto %s: bound %.64s, offered as %s", alg->kname,
-                   drv, impl->drv.name);
-    }
-    if (alg->mode == HWAF_MODE_XTS) {
+    if (impl->alg->mode == HWAF_MODE_XTS) {
         memcpy(s->key, key, keylen);
         s->keylen = keylen;
     }
@@ -750,6 +830,8 @@ static void dc_md_close(hwaf_be_md *s)
 /* kernel: also free the sessions (not in a child: they are the parent's). */
 static void dc_md_free(hwaf_be_md *s, int kernel)
 {
+    if (s->mackey != NULL)
+        OPENSSL_clear_free(s->mackey, s->mackeylen);
     if (s->pending != NULL) {
         OPENSSL_cleanse(s->pending, s->pcap);
         free(s->pending);
@@ -777,7 +859,7 @@ static int dc_md_session(hwaf_be_md *s, uint32_t *ses)
 
     if (!dc_ids(s->impl->alg, &cipher, &mac) || mac == 0)
         return -EINVAL;
-    r = dc_session(s->fd, 0, mac, NULL, 0, ses);
+    r = dc_session(s->fd, 0, mac, s->mackey, s->mackeylen, ses);
     if (r < 0)
         return r;
     if (dc_session_info(s->fd, *ses, &info) == 0)
@@ -856,6 +938,81 @@ static int dc_md_open(hwaf_be_md **out, const hwaf_impl *impl)
     }
     *out = s;
     return 1;
+}
+
+/*
+ * HMAC: a hash session opened with the key.  A key longer than the module
+ * takes is replaced by its digest (HMAC's own rule for keys longer than
+ * the block size, so the result is the same), computed by a plain hash
+ * session of the same file.
+ */
+static int dc_mac_open(hwaf_be_md **out, const hwaf_impl *impl,
+                       const unsigned char *key, size_t keylen)
+{
+    uint32_t cipher, mac, hash, ses;
+    hwaf_be_md *s;
+    unsigned char *buf;
+    int r;
+
+    *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
+    if (!dc_ids3(impl->alg, &cipher, &mac, &hash) || mac == 0 || hash == 0) {
+        HWAF_RAISE(impl->prov, HWAF_R_BACKEND_UNAVAILABLE,
+                   "devcrypto has no HMAC %s", impl->alg->kname);
+        return 0;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto hmac");
+        return 0;
+    }
+    s->impl = impl;
+    s->align = 1;
+    s->fresh = 1;
+    s->fd = dc_file_get(&s->gen);
+    if (s->fd < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -s->fd,
+                       "open(" DC_DEVICE ")");
+        goto err;
+    }
+    s->mackeylen = keylen > CRYPTO_HMAC_MAX_KEY_LEN ? impl->alg->mdlen : keylen;
+    s->mackey = OPENSSL_malloc(s->mackeylen ? s->mackeylen : 1);
+    if (s->mackey == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto hmac");
+        goto err;
+    }
+    if (keylen <= CRYPTO_HMAC_MAX_KEY_LEN) {
+        if (keylen > 0)
+            memcpy(s->mackey, key, keylen);
+    } else {
+        /* Through hwaf's own buffer, as all hash data (dc_md_feed). */
+        buf = OPENSSL_malloc(keylen);
+        r = buf == NULL ? -ENOMEM : dc_session(s->fd, 0, hash, NULL, 0, &ses);
+        if (r == 0) {
+            unsigned char md[AALG_MAX_RESULT_LEN];
+
+            memcpy(buf, key, keylen);
+            r = dc_crypt(s->fd, ses, COP_ENCRYPT, 0, NULL, buf, buf, keylen, md);
+            dc_free_session(s->fd, ses);
+            if (r == 0)
+                memcpy(s->mackey, md, s->mackeylen);
+            OPENSSL_cleanse(md, sizeof(md));
+        }
+        OPENSSL_clear_free(buf, keylen);
+        if (r < 0) {
+            HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                           "ioctl(CIOCCRYPT) hashing a long HMAC key");
+            goto err;
+        }
+    }
+    if (!dc_md_ready(s))
+        goto err;
+    *out = s;
+    return 1;
+ err:
+    dc_md_free(s, 1);
+    return 0;
 }
 
 static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len);
@@ -1019,6 +1176,14 @@ static int dc_md_dup(hwaf_be_md **out, hwaf_be_md *s)
     d->align = s->align;
     d->fresh = 1;
     d->fd = -1;
+    if (s->mackey != NULL) {
+        d->mackey = OPENSSL_memdup(s->mackey, s->mackeylen ? s->mackeylen : 1);
+        if (d->mackey == NULL) {
+            HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto hmac");
+            goto err;
+        }
+        d->mackeylen = s->mackeylen;
+    }
     if (!s->have_ses) {
         /* Nothing to copy: a session on first use, as a new object. */
         d->fd = dc_file_get(&d->gen);
@@ -1120,6 +1285,133 @@ static void dc_md_fork_child(hwaf_be_md *s)
     }
 }
 
+/* ---- AEAD (gcm(aes)) ---- */
+
+static void dc_aead_free(hwaf_be_aead *s, int kernel)
+{
+    if (s == NULL)
+        return;
+    if (kernel && s->fd >= 0 && s->have_ses)
+        dc_free_session(s->fd, s->ses);
+    dc_file_put(s->fd, s->gen);
+    if (s->buf != NULL) {
+        OPENSSL_cleanse(s->buf, s->cap);
+        free(s->buf);
+    }
+    free(s);
+}
+
+static void dc_aead_close(hwaf_be_aead *s)
+{
+    dc_aead_free(s, 1);
+}
+
+/* In a child: the session is the parent's. */
+static void dc_aead_abandon(hwaf_be_aead *s)
+{
+    dc_aead_free(s, 0);
+}
+
+static int dc_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
+                        const unsigned char *key, size_t keylen)
+{
+    hwaf_be_aead *s;
+
+    *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto aead");
+        return 0;
+    }
+    s->impl = impl;
+    s->align = 1;
+    s->fd = dc_file_get(&s->gen);
+    if (!dc_bind(impl, s->fd, key, keylen, &s->ses, &s->have_ses, &s->align)) {
+        dc_aead_free(s, 1);
+        return 0;
+    }
+    *out = s;
+    return 1;
+}
+
+/* Data and tag go in one operation of at most the device's limit. */
+static size_t dc_aead_max(hwaf_be_aead *s)
+{
+    return dc_limit() - HWAF_GCM_TAG;
+}
+
+/*
+ * One GCM message in hwaf's buffer: data || tag, in place.  The AAD is
+ * read by the module with copy_from_user (never pinned).
+ */
+static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
+                         const unsigned char *aad, size_t aadlen,
+                         const unsigned char *in, unsigned char *out,
+                         size_t len, unsigned char *tag)
+{
+    const hwaf_impl *impl = s->impl;
+    unsigned char ivbuf[HWAF_GCM_IV];
+    size_t need = len + HWAF_GCM_TAG;
+    int r;
+
+    if (aadlen > CRYPTODEV_AEAD_MAX_AAD) {
+        HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                   "%zu bytes of AAD; /dev/crypto takes at most %d", aadlen,
+                   CRYPTODEV_AEAD_MAX_AAD);
+        return 0;
+    }
+    if (len > dc_aead_max(s)) {
+        HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                   "%zu bytes of data, at most %zu in one /dev/crypto operation",
+                   len, dc_aead_max(s));
+        return 0;
+    }
+    if (need > s->cap) {
+        unsigned char *b = dc_aligned_alloc(s->align, need);
+
+        if (b == NULL) {
+            HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "devcrypto aead");
+            return 0;
+        }
+        if (s->buf != NULL) {
+            OPENSSL_cleanse(s->buf, s->cap);
+            free(s->buf);
+        }
+        s->buf = b;
+        s->cap = need;
+    }
+    if (len > 0)
+        memcpy(s->buf, in, len);
+    if (!enc)
+        memcpy(s->buf + len, tag, HWAF_GCM_TAG);
+    memcpy(ivbuf, iv, HWAF_GCM_IV);  /* the module may write it back */
+    r = dc_auth_crypt(s->fd, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, ivbuf,
+                      aad, aadlen, s->buf, enc ? len : need, HWAF_GCM_TAG);
+    if (r == -EBADMSG && !enc) {
+        OPENSSL_cleanse(s->buf, need);  /* unverified plaintext */
+        return -1;
+    }
+    if (r < 0) {
+        if (dc_too_large(r, need))
+            HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                       "the device refused %zu bytes in one operation; at most "
+                       "%zu from now on", need, dc_aead_max(s));
+        else
+            HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                           "ioctl(CIOCAUTHCRYPT)");
+        return 0;
+    }
+    hwaf_stats_add(HWAF_BE_DEVCRYPTO, aadlen + len);
+    if (len > 0)
+        memcpy(out, s->buf, len);
+    if (enc)
+        memcpy(tag, s->buf + len, HWAF_GCM_TAG);
+    OPENSSL_cleanse(s->buf, need);
+    return 1;
+}
+
 static int dc_impl_init(hwaf_impl *impl)
 {
     dc_pool *p;
@@ -1172,6 +1464,10 @@ const hwaf_backend hwaf_backend_devcrypto = {
     dc_md_fork_child,
     dc_impl_init,
     dc_impl_free,
-    NULL, NULL, NULL, NULL, NULL,  /* no AEAD sessions yet */
-    NULL,                          /* no HMAC sessions yet */
+    dc_aead_open,
+    dc_aead_crypt,
+    dc_aead_max,
+    dc_aead_close,
+    dc_aead_abandon,
+    dc_mac_open,
 };

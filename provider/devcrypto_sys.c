@@ -39,8 +39,13 @@ int dc_session(int fd, uint32_t cipher, uint32_t mac,
     memset(&sop, 0, sizeof(sop));
     sop.cipher = cipher;
     sop.mac = mac;
-    sop.keylen = (uint32_t)keylen;
-    sop.key = (uint8_t *)key;
+    if (cipher != 0) {
+        sop.keylen = (uint32_t)keylen;
+        sop.key = (uint8_t *)key;
+    } else {
+        sop.mackeylen = (uint32_t)keylen;
+        sop.mackey = (uint8_t *)key;
+    }
     r = dc_ioctl(fd, CIOCGSESSION, &sop);
     if (r == 0)
         *ses = sop.ses;
@@ -78,6 +83,25 @@ int dc_crypt(int fd, uint32_t ses, int op, int flags, const unsigned char *iv,
     cop.mac = mac;
     cop.iv = (uint8_t *)iv;
     return dc_ioctl(fd, CIOCCRYPT, &cop);
+}
+
+int dc_auth_crypt(int fd, uint32_t ses, int op, const unsigned char *iv,
+                  const unsigned char *aad, size_t aadlen,
+                  unsigned char *buf, size_t len, size_t taglen)
+{
+    struct crypt_auth_op cop;
+
+    memset(&cop, 0, sizeof(cop));
+    cop.ses = ses;
+    cop.op = (uint16_t)op;
+    cop.len = (uint32_t)len;
+    cop.auth_len = (uint32_t)aadlen;
+    cop.auth_src = aadlen > 0 ? (uint8_t *)aad : NULL;
+    cop.src = buf;
+    cop.dst = buf;
+    cop.tag_len = (uint32_t)taglen;
+    cop.iv = (uint8_t *)iv;
+    return dc_ioctl(fd, CIOCAUTHCRYPT, &cop);
 }
 
 /* ---- the process's open file ---- */

@@ -17,6 +17,8 @@
 int dc_open(void);
 /* ioctl(), retried on EINTR: 0 or -errno. */
 int dc_ioctl(int fd, unsigned long req, void *arg);
+/* A session of a cipher (key = the cipher key) or of a hash (mac; key =
+ * the HMAC key of an HMAC, NULL for a plain hash). */
 int dc_session(int fd, uint32_t cipher, uint32_t mac,
                const unsigned char *key, size_t keylen, uint32_t *ses);
 int dc_session_info(int fd, uint32_t ses, struct session_info_op *info);
@@ -24,6 +26,15 @@ void dc_free_session(int fd, uint32_t ses);
 int dc_crypt(int fd, uint32_t ses, int op, int flags, const unsigned char *iv,
              const unsigned char *src, unsigned char *dst, size_t len,
              unsigned char *mac);
+/*
+ * CIOCAUTHCRYPT in plain AEAD mode, in place in buf: encrypting, len bytes
+ * of plaintext become ciphertext followed by the taglen-byte tag (buf has
+ * room for len + taglen); decrypting, len counts the ciphertext and the tag
+ * after it, and a wrong tag gives -EBADMSG.
+ */
+int dc_auth_crypt(int fd, uint32_t ses, int op, const unsigned char *iv,
+                  const unsigned char *aad, size_t aadlen,
+                  unsigned char *buf, size_t len, size_t taglen);
 
 /*
  * The process's one open file of /dev/crypto.  cryptodev-linux keeps any

@@ -567,11 +567,12 @@ TEST_P(HmacKat, Rfc)
     ASSERT_TRUE(EVP_MAC_update(x.get(), (const unsigned char *)v.data, strlen(v.data)));
     EXPECT_EQ(fin(x.get()), v.mac);
     EXPECT_EQ(EVP_MAC_CTX_get_mac_size(x.get()), strlen(v.mac) / 2);
-    /* which driver: the kernel's hmac() */
+    /* which driver: the kernel's hmac() ("hmac(sha256-generic)" through
+     * AF_ALG, whatever /dev/crypto reports for its hmac(sha256) session) */
     char drv[128] = "";
     OSSL_PARAM p[] = {OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, drv, sizeof(drv)), OSSL_PARAM_END};
     ASSERT_TRUE(EVP_MAC_CTX_get_params(x.get(), p));
-    EXPECT_EQ(std::string(drv).rfind("hmac(", 0), 0u) << drv;
+    EXPECT_NE(std::string(drv).find("hmac"), std::string::npos) << drv;
 }
 
 INSTANTIATE_TEST_SUITE_P(Hmac, HmacKat, ::testing::ValuesIn(kHmacVectors),
@@ -662,7 +663,7 @@ TEST_F(HmacTest, OtherDigestsGoToAnotherProvider)
                 OSSL_PARAM p[] = {OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, drv, sizeof(drv)), OSSL_PARAM_END};
                 ASSERT_TRUE(EVP_MAC_CTX_get_params(x.get(), p));
                 if (strcmp(md, "SHA2-256") == 0)
-                    EXPECT_EQ(std::string(drv).rfind("hmac(", 0), 0u) << drv;
+                    EXPECT_NE(std::string(drv).find("hmac"), std::string::npos) << drv;
                 else
                     EXPECT_STREQ(drv, "none") << md;
             }

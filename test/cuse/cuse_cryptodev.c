@@ -4,7 +4,9 @@
  * A CUSE character device that speaks the cryptodev-linux ioctl ABI
  * (provider/cryptodev_abi.h) as the real module does, for machines that
  * cannot load the module: CIOCGSESSION, CIOCFSESSION, CIOCGSESSINFO,
- * CIOCCRYPT (ciphers and hash update/final/reset) and CIOCCPHASH.  The
+ * CIOCCRYPT (ciphers, hash and HMAC update/final/reset), CIOCCPHASH and
+ * CIOCAUTHCRYPT (gcm(aes) in plain AEAD mode: the TLS and SRTP types are
+ * refused).  The
  * ioctls carry user pointers (keys, data, IVs, digests), so it asks for
  * unrestricted ioctls and fetches/stores user memory with ioctl retries.
  * The work is done by OpenSSL's default provider in a library context of
@@ -13,7 +15,9 @@
  * Like the module, it keeps sessions per open file (shared by a parent and
  * a child after fork()), refuses cipher data that is not a multiple of the
  * transform's block size (16 for CBC, ECB and XTS, 1 for CTR), finalises a
- * hash on a zero-length update, and resets it on flags 0 or COP_FLAG_RESET.
+ * hash on a zero-length update, and resets it on flags 0 or COP_FLAG_RESET
+ * (an HMAC to its keyed initial state), refuses HMAC keys over 512 bytes
+ * and AEAD AAD over one page (4096 bytes).
  * Where the module would leak pinned pages (an in-place buffer that is not
  * writable throughout, see mixed_pages) it refuses the request instead.
  *
@@ -40,8 +44,10 @@
 #include <cuse_lowlevel.h>
 #include <fuse_opt.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <openssl/provider.h>
 
 #include "cryptodev_abi.h"
@@ -54,9 +60,15 @@ typedef struct {
     unsigned int blocksize;
     unsigned char key[CRYPTO_CIPHER_MAX_KEY_LEN];
     size_t keylen;
+    int is_aead;           /* gcm(aes): CIOCAUTHCRYPT only */
     EVP_MD *md;
     EVP_MD_CTX *mdctx;
     int md_state;          /* 0 needs init, 1 running, 2 finalised */
+    /* HMAC sessions: the MAC context and its key (md gives the size). */
+    EVP_MAC_CTX *macctx;
+    const char *digest;
+    unsigned char *mackey;
+    size_t mackeylen;
 } dev_session;
 
 typedef struct {
@@ -114,8 +126,41 @@ static void session_free(dev_session *s)
     EVP_CIPHER_free(s->cipher);
     EVP_MD_free(s->md);
     EVP_MD_CTX_free(s->mdctx);
+    EVP_MAC_CTX_free(s->macctx);
+    if (s->mackey != NULL)
+        OPENSSL_clear_free(s->mackey, s->mackeylen + 1);
     OPENSSL_cleanse(s->key, sizeof(s->key));
     free(s);
+}
+
+/* Hash or HMAC: back to the (keyed) initial state. */
+static int hash_init(dev_session *s)
+{
+    if (s->macctx != NULL) {
+        OSSL_PARAM p[2];
+
+        p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                (char *)s->digest, 0);
+        p[1] = OSSL_PARAM_construct_end();
+        return EVP_MAC_init(s->macctx, s->mackey, s->mackeylen, p);
+    }
+    return EVP_DigestInit_ex2(s->mdctx, s->md, NULL);
+}
+
+static int hash_update(dev_session *s, const unsigned char *p, size_t n)
+{
+    return s->macctx != NULL ? EVP_MAC_update(s->macctx, p, n)
+                             : EVP_DigestUpdate(s->mdctx, p, n);
+}
+
+static int hash_final(dev_session *s, unsigned char *out)
+{
+    unsigned int mdlen = 0;
+    size_t maclen = 0;
+
+    if (s->macctx != NULL)
+        return EVP_MAC_final(s->macctx, out, &maclen, EVP_MAX_MD_SIZE);
+    return EVP_DigestFinal_ex(s->mdctx, out, &mdlen);
 }
 
 /*
@@ -148,7 +193,7 @@ static dev_session *session_find(dev_file *f, uint32_t id)
 
 /* CIOCGSESSION: 0 or an errno value. */
 static int session_create(dev_file *f, struct session_op *sop,
-                          const unsigned char *key)
+                          const unsigned char *key, const unsigned char *mackey)
 {
     const char *ossl = NULL, *kname = NULL;
     dev_session *s;
@@ -185,6 +230,13 @@ static int session_create(dev_file *f, struct session_op *sop,
             ossl = kl == 32 ? "AES-128-XTS" : kl == 64 ? "AES-256-XTS" : NULL;
             s->blocksize = 16;
             break;
+        case CRYPTO_AES_GCM:
+            kname = "gcm(aes)";
+            ossl = kl == 16 ? "AES-128-GCM" : kl == 24 ? "AES-192-GCM"
+                 : kl == 32 ? "AES-256-GCM" : NULL;
+            s->blocksize = 1;
+            s->is_aead = 1;
+            break;
         default:
             break;
         }
@@ -203,6 +255,11 @@ static int session_create(dev_file *f, struct session_op *sop,
         case CRYPTO_SHA2_256: kname = "sha256"; ossl = "SHA2-256"; break;
         case CRYPTO_SHA2_384: kname = "sha384"; ossl = "SHA2-384"; break;
         case CRYPTO_SHA2_512: kname = "sha512"; ossl = "SHA2-512"; break;
+        case CRYPTO_SHA1_HMAC: kname = "hmac(sha1)"; ossl = "SHA1"; break;
+        case CRYPTO_SHA2_224_HMAC: kname = "hmac(sha224)"; ossl = "SHA2-224"; break;
+        case CRYPTO_SHA2_256_HMAC: kname = "hmac(sha256)"; ossl = "SHA2-256"; break;
+        case CRYPTO_SHA2_384_HMAC: kname = "hmac(sha384)"; ossl = "SHA2-384"; break;
+        case CRYPTO_SHA2_512_HMAC: kname = "hmac(sha512)"; ossl = "SHA2-512"; break;
         default: break;
         }
         if (kname == NULL || in_list(opt_refuse, kname))
@@ -210,8 +267,27 @@ static int session_create(dev_file *f, struct session_op *sop,
         s->is_hash = 1;
         s->md = EVP_MD_fetch(libctx, ossl, NULL);
         s->mdctx = EVP_MD_CTX_new();
-        if (s->md == NULL || s->mdctx == NULL
-            || !EVP_DigestInit_ex2(s->mdctx, s->md, NULL))
+        if (s->md == NULL || s->mdctx == NULL)
+            goto inval;
+        if (strncmp(kname, "hmac(", 5) == 0) {
+            EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", NULL);
+
+            if (sop->mackeylen > CRYPTO_HMAC_MAX_KEY_LEN
+                || (sop->mackeylen != 0 && mackey == NULL) || mac == NULL) {
+                EVP_MAC_free(mac);
+                goto inval;
+            }
+            s->macctx = EVP_MAC_CTX_new(mac);
+            EVP_MAC_free(mac);
+            s->digest = ossl;
+            s->mackeylen = sop->mackeylen;
+            s->mackey = malloc(s->mackeylen + 1);  /* never NULL, even empty */
+            if (s->macctx == NULL || s->mackey == NULL)
+                goto inval;
+            if (s->mackeylen != 0)
+                memcpy(s->mackey, mackey, s->mackeylen);
+        }
+        if (!hash_init(s))
             goto inval;
         s->md_state = 1;
     }
@@ -271,7 +347,7 @@ static int hash_finalises(const struct crypt_op *cop)
 static int crypt_plan(const dev_session *s, const struct crypt_op *cop, xfer *x)
 {
     memset(x, 0, sizeof(*x));
-    if (cop->op != COP_ENCRYPT && cop->op != COP_DECRYPT)
+    if ((cop->op != COP_ENCRYPT && cop->op != COP_DECRYPT) || s->is_aead)
         return EINVAL;
     if (cop->len != 0 && cop->src == NULL)
         return EFAULT;
@@ -323,23 +399,21 @@ static int crypt_run(dev_session *s, const struct crypt_op *cop,
                      const unsigned char *iv, unsigned char *out)
 {
     if (s->is_hash) {
-        unsigned int mdlen = 0;
-
         if (cop->flags == 0 || (cop->flags & COP_FLAG_RESET)) {
-            if (!EVP_DigestInit_ex2(s->mdctx, s->md, NULL))
+            if (!hash_init(s))
                 return EIO;
             s->md_state = 1;
         }
         if (cop->len != 0) {
             if (s->md_state != 1)
                 return EINVAL;  /* update after final without a reset */
-            if (!EVP_DigestUpdate(s->mdctx, src, cop->len))
+            if (!hash_update(s, src, cop->len))
                 return EIO;
         }
         if (x->mac != 0) {
             if (s->md_state != 1)
                 return EINVAL;
-            if (!EVP_DigestFinal_ex(s->mdctx, out, &mdlen))
+            if (!hash_final(s, out))
                 return EIO;
             s->md_state = 2;
         }
@@ -514,6 +588,136 @@ static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
     free(obuf);
 }
 
+/*
+ * One gcm(aes) message (CIOCAUTHCRYPT, plain AEAD mode) as the module runs
+ * it: encrypting, dst = ciphertext || tag; decrypting, src = ciphertext ||
+ * tag (len counts both), dst = plaintext, EBADMSG on a wrong tag.  out
+ * receives dst's bytes.  0 or an errno value.
+ */
+static int auth_run(const dev_session *s, const struct crypt_auth_op *cop,
+                    const unsigned char *aad, const unsigned char *src,
+                    const unsigned char *iv, unsigned char *out)
+{
+    size_t taglen = cop->tag_len, n = cop->op == COP_ENCRYPT ? cop->len
+                                                           : cop->len - taglen;
+    unsigned char tag[16];
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int outl = 0, ok, err = EINVAL;
+
+    if (c == NULL)
+        return ENOMEM;
+    ok = EVP_CipherInit_ex2(c, s->cipher, s->key, iv, cop->op == COP_ENCRYPT, NULL)
+        && (cop->auth_len == 0
+            || EVP_CipherUpdate(c, NULL, &outl, aad, (int)cop->auth_len))
+        && (n == 0 || (EVP_CipherUpdate(c, out, &outl, src, (int)n)
+                       && (size_t)outl == n));
+    if (ok && cop->op == COP_ENCRYPT) {
+        ok = EVP_CipherFinal_ex(c, out + n, &outl)
+            && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, (int)taglen, tag) > 0;
+        if (ok)
+            memcpy(out + n, tag, taglen);
+    } else if (ok) {
+        memcpy(tag, src + n, taglen);
+        ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, (int)taglen, tag) > 0;
+        if (ok && !EVP_CipherFinal_ex(c, out + n, &outl)) {
+            ok = 0;
+            err = EBADMSG;
+        }
+    }
+    EVP_CIPHER_CTX_free(c);
+    OPENSSL_cleanse(tag, sizeof(tag));
+    return ok ? 0 : err;
+}
+
+static void do_auth(fuse_req_t req, dev_file *f, void *arg,
+                    const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+    struct crypt_auth_op cop;
+    struct iovec in[4], out[2];
+    size_t nin = 0, nout = 0, aadlen, ivlen = 12, dstlen;
+    unsigned char ivbuf[12] = { 0 };
+    const unsigned char *p;
+    unsigned char *obuf;
+    dev_session *s;
+    int err;
+
+    if (in_bufsz < sizeof(cop)) {
+        in[0] = (struct iovec){ arg, sizeof(cop) };
+        reply_retry(req, in, 1, NULL, 0);
+        return;
+    }
+    memcpy(&cop, in_buf, sizeof(cop));
+    s = session_find(f, cop.ses);
+    if (s == NULL || !s->is_aead || cop.flags != 0
+        || (cop.op != COP_ENCRYPT && cop.op != COP_DECRYPT)
+        || cop.auth_len > CRYPTODEV_AEAD_MAX_AAD || cop.tag_len > 16) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (cop.tag_len == 0)
+        cop.tag_len = 16;
+    if (cop.op == COP_DECRYPT && cop.len < cop.tag_len) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (cop.src == NULL || cop.dst == NULL) {
+        fuse_reply_err(req, EFAULT);
+        return;
+    }
+    aadlen = cop.auth_src != NULL ? cop.auth_len : 0;
+    if (cop.iv == NULL)
+        ivlen = 0;  /* the module's IV buffer then stays zero */
+    dstlen = cop.op == COP_ENCRYPT ? cop.len + cop.tag_len : cop.len - cop.tag_len;
+    if (cop.src == cop.dst
+        && mixed_pages(fuse_req_ctx(req)->pid, (uintptr_t)cop.src,
+                       cop.op == COP_ENCRYPT ? dstlen : cop.len)) {
+        fprintf(stderr, "hwaf-cuse-cryptodev: in-place CIOCAUTHCRYPT of %u bytes "
+                "at %p is not writable throughout: refused\n", cop.len,
+                (void *)cop.src);
+        fuse_reply_err(req, EFAULT);
+        return;
+    }
+    if (in_bufsz == sizeof(cop) && out_bufsz == 0) {
+        in[nin++] = (struct iovec){ arg, sizeof(cop) };
+        if (aadlen)
+            in[nin++] = (struct iovec){ cop.auth_src, aadlen };
+        if (cop.len)
+            in[nin++] = (struct iovec){ cop.src, cop.len };
+        if (ivlen)
+            in[nin++] = (struct iovec){ cop.iv, ivlen };
+        out[nout++] = (struct iovec){ arg, sizeof(cop) };
+        if (dstlen)
+            out[nout++] = (struct iovec){ cop.dst, dstlen };
+        reply_retry(req, in, nin, out, nout);
+        return;
+    }
+    if (in_bufsz != sizeof(cop) + aadlen + cop.len + ivlen
+        || out_bufsz != sizeof(cop) + dstlen) {
+        fuse_reply_err(req, EIO);
+        return;
+    }
+    p = (const unsigned char *)in_buf + sizeof(cop);
+    if (ivlen)
+        memcpy(ivbuf, p + aadlen + cop.len, ivlen);
+    obuf = malloc(sizeof(cop) + dstlen);
+    if (obuf == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    err = auth_run(s, &cop, p, p + aadlen, ivbuf, obuf + sizeof(cop));
+    if (err != 0) {
+        fuse_reply_err(req, err);
+    } else {
+        /* As the module: len is the output's length, tag where it went. */
+        cop.tag = cop.dst + (cop.op == COP_ENCRYPT ? cop.len : dstlen);
+        cop.len = (uint32_t)dstlen;
+        memcpy(obuf, &cop, sizeof(cop));
+        fuse_reply_ioctl(req, 0, obuf, sizeof(cop) + dstlen);
+    }
+    OPENSSL_cleanse(obuf, sizeof(cop) + dstlen);
+    free(obuf);
+}
+
 static void dev_ioctl(fuse_req_t req, int cmd, void *arg,
                       struct fuse_file_info *fi, unsigned int flags,
                       const void *in_buf, size_t in_bufsz, size_t out_bufsz)
@@ -547,12 +751,30 @@ static void dev_ioctl(fuse_req_t req, int cmd, void *arg,
                 }
                 in[nin++] = (struct iovec){ sop.key, sop.keylen };
             }
+            if (sop.mac != 0 && sop.mackeylen != 0 && sop.mackey != NULL) {
+                if (sop.mackeylen > CRYPTO_HMAC_MAX_KEY_LEN) {
+                    fuse_reply_err(req, EINVAL);
+                    return;
+                }
+                in[nin++] = (struct iovec){ sop.mackey, sop.mackeylen };
+            }
             out[0] = (struct iovec){ arg, sizeof(sop) };
             reply_retry(req, in, nin, out, 1);
             return;
         }
-        err = session_create(f, &sop, in_bufsz > sizeof(sop)
-                             ? (const unsigned char *)in_buf + sizeof(sop) : NULL);
+        {
+            const unsigned char *extra = in_bufsz > sizeof(sop)
+                ? (const unsigned char *)in_buf + sizeof(sop) : NULL;
+            size_t kl = sop.cipher != 0 && sop.key != NULL ? sop.keylen : 0;
+            size_t ml = sop.mac != 0 && sop.mackey != NULL ? sop.mackeylen : 0;
+
+            if (in_bufsz != sizeof(sop) + kl + ml) {
+                fuse_reply_err(req, EIO);
+                return;
+            }
+            err = session_create(f, &sop, kl ? extra : NULL,
+                                 ml ? extra + kl : NULL);
+        }
         if (err != 0)
             fuse_reply_err(req, err);
         else
@@ -632,12 +854,25 @@ static void dev_ioctl(fuse_req_t req, int cmd, void *arg,
             fuse_reply_err(req, EINVAL);
             return;
         }
+        if (src->macctx != NULL) {
+            EVP_MAC_CTX *c = EVP_MAC_CTX_dup(src->macctx);
+
+            if (c == NULL) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+            }
+            EVP_MAC_CTX_free(dst->macctx);
+            dst->macctx = c;
+        }
         dst->md_state = src->md_state;
         fuse_reply_ioctl(req, 0, NULL, 0);
         return;
     }
     case CIOCCRYPT:
         do_crypt(req, f, arg, in_buf, in_bufsz, out_bufsz);
+        return;
+    case CIOCAUTHCRYPT:
+        do_auth(req, f, arg, in_buf, in_bufsz, out_bufsz);
         return;
     default:
         fuse_reply_err(req, EINVAL);  /* what the module answers */
