@@ -31,6 +31,10 @@ static const char *const digests[] = {
     "SHA1", "SHA2-224", "SHA2-256", "SHA2-384", "SHA2-512"
 };
 
+static const char *const gcms[] = {
+    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
+};
+
 static unsigned char sample[4096 + 13];
 static unsigned char key[64], iv[16];
 
@@ -107,6 +111,98 @@ static int check_digest(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     EVP_MD_CTX_free(ctx);
     EVP_MD_free(h);
     EVP_MD_free(d);
+    return ok;
+}
+
+/* One GCM message (13 bytes of AAD, as a TLS record's): tag in/out.
+ * Returns the output length, 0 on failure (a wrong tag included). */
+static int run_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq,
+                   int enc, const unsigned char *in, int inl, unsigned char *out,
+                   unsigned char tag[16], char *driver, size_t drvlen)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(lib, name, propq);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int ok = 0, l0 = 0, l1 = 0, l2 = 0;
+
+    if (c != NULL && ctx != NULL
+        && EVP_CipherInit_ex2(ctx, c, key, iv, enc, NULL)
+        && (enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0)
+        && EVP_CipherUpdate(ctx, NULL, &l0, sample, 13)
+        && EVP_CipherUpdate(ctx, out, &l1, in, inl)
+        && EVP_CipherFinal_ex(ctx, out + l1, &l2)
+        && (!enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) > 0))
+        ok = l1 + l2;
+    if (ok && driver != NULL) {
+        OSSL_PARAM p[] = {
+            OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, driver, drvlen),
+            OSSL_PARAM_END
+        };
+        if (!EVP_CIPHER_CTX_get_params(ctx, p))
+            snprintf(driver, drvlen, "?");
+    }
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(c);
+    return ok;
+}
+
+/* hwaf's ciphertext and tag equal the default provider's, hwaf decrypts
+ * the default provider's message, and refuses it with a changed tag. */
+static int check_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq)
+{
+    static unsigned char a[sizeof(sample)], b[sizeof(sample)], back[sizeof(sample)];
+    unsigned char ta[16], tb[16];
+    char driver[128] = "";
+    int la, lb, lback, refused, inl = sizeof(sample), ok;
+
+    la = run_gcm(lib, name, propq, 1, sample, inl, a, ta, driver, sizeof(driver));
+    if (la == 0)
+        return -1;
+    lb = run_gcm(lib, name, "provider=default", 1, sample, inl, b, tb, NULL, 0);
+    lback = run_gcm(lib, name, propq, 0, b, lb, back, tb, NULL, 0);
+    ok = la == lb && memcmp(a, b, la) == 0 && memcmp(ta, tb, 16) == 0
+         && lback == inl && memcmp(back, sample, inl) == 0;
+    tb[0] ^= 1;
+    refused = run_gcm(lib, name, propq, 0, b, lb, back, tb, NULL, 0) == 0;
+    ERR_clear_error();
+    ok = ok && refused;
+    printf("  %-12s %-32s %s\n", name, driver,
+           ok ? "matches default provider" : "MISMATCH");
+    return ok;
+}
+
+static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
+{
+    EVP_MAC *h = EVP_MAC_fetch(lib, "HMAC", propq), *d = EVP_MAC_fetch(lib, "HMAC", "provider=default");
+    EVP_MAC_CTX *ctx = h != NULL ? EVP_MAC_CTX_new(h) : NULL;
+    unsigned char a[64], b[64];
+    size_t la = 0, lb = 0;
+    char driver[128] = "?", label[32];
+    OSSL_PARAM mp[] = {
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM p[] = {
+        OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, driver, sizeof(driver)),
+        OSSL_PARAM_END
+    };
+    int ok = -1;
+
+    if (ctx != NULL && d != NULL
+        && EVP_MAC_init(ctx, key, 32, mp)
+        && EVP_MAC_update(ctx, sample, sizeof(sample))
+        && EVP_MAC_CTX_get_params(ctx, p)
+        && EVP_MAC_final(ctx, a, &la, sizeof(a))
+        && EVP_Q_mac(lib, "HMAC", "provider=default", digest, NULL, key, 32,
+                     sample, sizeof(sample), b, sizeof(b), &lb) != NULL) {
+        ok = la == lb && memcmp(a, b, la) == 0;
+        snprintf(label, sizeof(label), "HMAC-%s", digest);
+        printf("  %-12s %-32s %s\n", label, driver,
+               ok ? "matches default provider" : "MISMATCH");
+    }
+    ERR_clear_error();
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(h);
+    EVP_MAC_free(d);
     return ok;
 }
 
@@ -201,6 +297,18 @@ int main(int argc, char **argv)
         }
         for (i = 0; i < sizeof(digests) / sizeof(digests[0]); i++) {
             int r = check_digest(lib, digests[i], propq);
+
+            checked += r >= 0;
+            failed += r == 0;
+        }
+        for (i = 0; i < sizeof(gcms) / sizeof(gcms[0]); i++) {
+            int r = check_gcm(lib, gcms[i], propq);
+
+            checked += r >= 0;
+            failed += r == 0;
+        }
+        for (i = 0; i < sizeof(digests) / sizeof(digests[0]); i++) {
+            int r = check_hmac(lib, digests[i], propq);
 
             checked += r >= 0;
             failed += r == 0;
