@@ -179,22 +179,6 @@ int afalg_set_authsize(int tfm, size_t authsize)
     return 0;
 }
 
-int afalg_readv_all(int op, struct iovec *iov, int iovcnt)
-{
-    size_t want = 0;
-    ssize_t n;
-    int i;
-
-    for (i = 0; i < iovcnt; i++)
-        want += iov[i].iov_len;
-    /* One read per request: a second would wait for a request never sent. */
-    do
-        n = readv(op, iov, iovcnt);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    return (size_t)n == want ? 0 : -EIO;
-}
 
 int afalg_send_all(int op, const void *in, size_t len, int more)
 {
@@ -340,6 +324,39 @@ static int read_safely(int op, void *out, size_t len, int whole)
     if (r == 0)
         memcpy(out, b, len);
     return r;
+}
+
+int afalg_readv_all(int op, struct iovec *iov, int iovcnt)
+{
+    unsigned char *b = NULL;
+    size_t want = 0, off = 0;
+    struct iovec one;
+    ssize_t n;
+    int i;
+
+    for (i = 0; i < iovcnt; i++)
+        want += iov[i].iov_len;
+    /* Kernels before 6.5: into this thread's buffer, then scattered. */
+    if (afalg_read_bounced() && want > 0) {
+        if ((b = bounce_get(want)) == NULL)
+            return -ENOMEM;
+        one.iov_base = b;
+        one.iov_len = want;
+    }
+    /* One read per request: a second would wait for a request never sent. */
+    do
+        n = b != NULL ? readv(op, &one, 1) : readv(op, iov, iovcnt);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return hwaf_sys_error(errno);
+    if ((size_t)n != want)
+        return -EIO;
+    for (i = 0; b != NULL && i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(iov[i].iov_base, b + off, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    return 0;
 }
 
 int afalg_read_all(int op, void *out, size_t len)

@@ -40,7 +40,8 @@ ssize_t afalg_send_aead(int op, int enc, const unsigned char *iv, size_t ivlen,
 /* ALG_SET_AEAD_AUTHSIZE on a transform socket: 0 or -errno. */
 int afalg_set_authsize(int tfm, size_t authsize);
 /* One readv() that must fill every iov[]: 0, -errno (-EBADMSG: the AEAD
- * tag did not match), or -EIO on a short read. */
+ * tag did not match), or -EIO on a short read.  Through the same buffer as
+ * afalg_read_all() where the kernel needs it. */
 int afalg_readv_all(int op, struct iovec *iov, int iovcnt);
 
 /* send() with MSG_MORE until all of in[] is accepted; 0 or -errno. */

@@ -729,6 +729,8 @@ static int afalg_mac_open(hwaf_be_md **out, const hwaf_impl *impl,
     if (s == NULL)
         return 0;
     s->keyed = 1;
+    if (!hwaf_sandbox_allows(impl->prov))
+        goto err;
     tfm = afalg_bind("hash", impl->drv.name, &call);
     if (tfm < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -tfm, call);
@@ -770,12 +772,15 @@ static void afalg_aead_close(hwaf_be_aead *s)
 static int afalg_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
                            const unsigned char *key, size_t keylen)
 {
-    hwaf_be_aead *s = OPENSSL_zalloc(sizeof(*s));
+    hwaf_be_aead *s;
     const char *call = "bind";
     size_t sndbuf;
     int r;
 
     *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
+    s = OPENSSL_zalloc(sizeof(*s));
     if (s == NULL) {
         HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg aead");
         return 0;

@@ -15,10 +15,19 @@
  *             RFC 2202 test case 1 for SHA-1.
  *  HmacDiff*  hwaf against the default provider: key lengths from 0 to
  *             beyond the block, random splits, copies, re-init, params.
+ *  HmacTest.GcmAndHmacRefusedUnderSeccompFilter: a filter installed after
+ *             load bars new GCM and HMAC sessions with a reason, no SIGSYS.
  */
 #include "hwaf_test.h"
 
+#include <cstddef>
 #include <cstring>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace hwaf_test;
 
@@ -677,4 +686,59 @@ TEST_F(HmacTest, OtherDigestsGoToAnotherProvider)
         EXPECT_TRUE(has_reasoned_error());
     }
     ERR_clear_error();
+}
+
+/* ---- GCM and HMAC under a seccomp filter installed after load ----------- */
+
+/*
+ * A child installs a filter that kills the process on the system calls a
+ * kernel session needs (socket, accept4, ioctl), as sshd's sandboxed child
+ * does, and then asks for a GCM key and an HMAC key: hwaf must refuse both
+ * with its "seccomp filter" reason instead of making the call (which would
+ * kill the child with SIGSYS).
+ */
+TEST_F(HmacTest, GcmAndHmacRefusedUnderSeccompFilter)
+{
+    MacPtr h = hwaf_hmac();
+    CipherPtr gh, gd;
+    need_cipher("AES-128-GCM", &gh, &gd);
+    if (!h || !gh)
+        return;
+    Bytes key = random_bytes(16);
+    fflush(nullptr);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 3, 0),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_accept4, 2, 0),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 1, 0),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        };
+        struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+            _exit(10);
+        int bad = 0;
+        CtxPtr x(EVP_CIPHER_CTX_new());
+        ERR_clear_error();
+        if (EVP_EncryptInit_ex2(x.get(), gh.get(), key.data(), key.data(), nullptr))
+            bad |= 1;  /* a GCM session was opened: the filter let it through? */
+        else if (error_queue_text().find("seccomp") == std::string::npos)
+            bad |= 2;
+        MacCtxPtr m(EVP_MAC_CTX_new(h.get()));
+        if (init(m.get(), "SHA2-256", key))
+            bad |= 4;
+        else if (error_queue_text().find("seccomp") == std::string::npos)
+            bad |= 8;
+        _exit(bad);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_FALSE(WIFSIGNALED(st)) << "child killed by signal " << WTERMSIG(st)
+                                  << " (31: SIGSYS, a system call the filter forbids)";
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "1/4: GCM/HMAC key accepted under the filter; "
+                                     "2/8: refused without the seccomp reason; 10: no filter";
 }
