@@ -1,7 +1,8 @@
 #!/bin/sh
 # tls.sh: openssl s_server and s_client over loopback, TLS 1.2 with
 # AES128-SHA256 and ECDHE-RSA-AES256-SHA384, encrypt-then-MAC on and off,
-# 16 MiB each way; curl against the same server.  hwaf in every process
+# 16 MiB each way; TLS 1.2 ECDHE-RSA-AES128-GCM-SHA256 and TLS 1.3
+# TLS_AES_128_GCM_SHA256 (AES-GCM records); curl against the same server.  hwaf in every process
 # (openssl.cnf alone); every byte compared; the reference runs use the
 # default provider in the same guest.  16 MiB for AES128-SHA256 with
 # encrypt-then-MAC, 4 MiB for the others and curl (HWAF_APPS_TLS_MIB and
@@ -55,6 +56,13 @@ reap() { # wait for the server; its status must be 0
     wait "$srv_pid" || { bad "s_server failed"; sed 's/^/      /' "$tmp/srv.err" | head; }
     srv_pid=
 }
+# suite CS: the options that pick cipher suite CS, TLS 1.3 for TLS_* names.
+suite() {
+    case $1 in
+    TLS_*) echo "-tls1_3 -ciphersuites $1" ;;
+    *) echo "-tls1_2 -cipher $1" ;;
+    esac
+}
 # s_server ends the session at the end of its stdin: give it one that never ends
 mkfifo "$tmp/srv.in"
 
@@ -62,8 +70,8 @@ mkfifo "$tmp/srv.in"
 upload() {
     rm -rf "$tmp/stats.$2.srv"
     mkdir -p "$tmp/stats.$2.srv"
-    server "$1" "$2.srv" "$tmp/up.out" -cipher "$3" $4 || return 1
-    with "$1" "$2" $OPENSSL s_client -connect "127.0.0.1:$port" -tls1_2 -cipher "$3" $4 \
+    server "$1" "$2.srv" "$tmp/up.out" $(suite "$3") $4 || return 1
+    with "$1" "$2" $OPENSSL s_client -connect "127.0.0.1:$port" $(suite "$3") $4 \
         -nocommands -quiet -no_ign_eof <"$tmp/data" >/dev/null 2>"$tmp/cli.err" ||
         { bad "s_client upload failed"; sed 's/^/      /' "$tmp/cli.err" | head; }
     reap
@@ -73,9 +81,9 @@ upload() {
 download() {
     rm -rf "$tmp/stats.$2.srv"
     mkdir -p "$tmp/stats.$2.srv"
-    server "$1" "$2.srv" "$tmp/srv.out" -WWW -cipher "$3" $4 || return 1
+    server "$1" "$2.srv" "$tmp/srv.out" -WWW $(suite "$3") $4 || return 1
     printf 'GET /data HTTP/1.0\r\n\r\n' >"$tmp/get"
-    with "$1" "$2" $OPENSSL s_client -connect "127.0.0.1:$port" -tls1_2 -cipher "$3" $4 \
+    with "$1" "$2" $OPENSSL s_client -connect "127.0.0.1:$port" $(suite "$3") $4 \
         -quiet -ign_eof <"$tmp/get" >"$tmp/down.out" 2>"$tmp/cli.err" ||
         { bad "s_client download failed"; sed 's/^/      /' "$tmp/cli.err" | head; }
     reap
@@ -120,6 +128,27 @@ for cs in AES128-SHA256 ECDHE-RSA-AES256-SHA384; do
         row "openssl s_client -> s_server, $cs, ${etm:-etm}" "$ver" "openssl.cnf, both ends" \
             "up.$cs$etm" "up.$cs$etm.ref" "$size" "$works"
     done
+done
+
+# AES-GCM records: TLS 1.2 (libssl's record mode, tls1-aad and the explicit
+# IV) and TLS 1.3 (AAD by update, the tag set before the data).
+for cs in ECDHE-RSA-AES128-GCM-SHA256 TLS_AES_128_GCM_SHA256; do
+    case $cs in TLS_*) what="TLS 1.3 $cs" ;; *) what="TLS 1.2 $cs" ;; esac
+    section "$what"
+    sized "$small_mib"
+    upload hwaf "up.$cs" "$cs" ""
+    same "$what: $mib MiB client to server through hwaf" "$tmp/up.data" "$tmp/data"
+    carried "$what upload: client" "up.$cs" "$size"
+    carried "$what upload: server" "up.$cs.srv" "$size"
+    download hwaf "down.$cs" "$cs" ""
+    same "$what: $mib MiB server to client through hwaf" "$tmp/down.data" "$tmp/data"
+    carried "$what download: client" "down.$cs" "$size"
+    carried "$what download: server" "down.$cs.srv" "$size"
+    upload default "up.$cs.ref" "$cs" ""
+    same "$what: reference upload" "$tmp/up.data" "$tmp/data"
+    untouched "$what upload" "up.$cs.ref.srv"
+    row "openssl s_client -> s_server, $cs" "$ver" "openssl.cnf, both ends" \
+        "up.$cs" "up.$cs.ref" "$size"
 done
 
 section "curl"
