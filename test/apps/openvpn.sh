@@ -1,8 +1,9 @@
 #!/bin/sh
 # openvpn.sh: OpenVPN 2.6 with hwaf.
-#   --test-crypto (AES-128-CBC and AES-256-CBC, --auth SHA256) through an
-#   openssl.cnf alone and through `--providers hwaf default`; OpenVPN checks
-#   every decrypted packet itself and fails on a mismatch.
+#   --test-crypto (AES-128-CBC and AES-256-CBC with --auth SHA256, and
+#   AES-256-GCM, OpenVPN 2.6's default data cipher) through an openssl.cnf
+#   alone and through `--providers hwaf default`; OpenVPN checks every
+#   decrypted packet itself and fails on a mismatch.
 #   A real tunnel (static key, UDP over a veth pair) between two network
 #   namespaces, hwaf in both OpenVPN processes, moving a file over HTTP.
 # Needs root (network namespaces); runs in a private mount namespace with a
@@ -37,7 +38,7 @@ tc() { # CNF LABEL CIPHER [ARGS]: openvpn --test-crypto
         sed 's/^/      /' "$tmp/tc.log" | tail -5
     fi
 }
-for c in AES-128-CBC AES-256-CBC; do
+for c in AES-128-CBC AES-256-CBC AES-256-GCM; do
     section "--test-crypto $c, openssl.cnf"
     tc hwaf "tc.$c" "$c"
     carried "--test-crypto $c (openssl.cnf)" "tc.$c" "$((2 * payload))" openvpn
