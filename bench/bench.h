@@ -22,8 +22,8 @@
 #define BENCH_DRIVER_MAX 128
 #define BENCH_WHY_MAX 256
 
-typedef enum { BENCH_CIPHER, BENCH_DIGEST } bench_kind;
-typedef enum { BENCH_CBC, BENCH_CTR, BENCH_XTS, BENCH_HASH } bench_mode;
+typedef enum { BENCH_CIPHER, BENCH_DIGEST, BENCH_AEAD, BENCH_MAC } bench_kind;
+typedef enum { BENCH_CBC, BENCH_CTR, BENCH_XTS, BENCH_HASH, BENCH_GCM, BENCH_HMAC } bench_mode;
 
 /* One algorithm the benchmark knows. */
 typedef struct bench_alg_st {
@@ -107,6 +107,16 @@ void bench_open_kcapi(bench_set *s, const bench_alg *a);
 void bench_open_bare_afalg(bench_set *s, const bench_alg *a,
                            const char *bind_name, const char *suffix);
 void bench_open_bare_cryptodev(bench_set *s, const bench_alg *a);
+
+/* impl_aead.c: AES-GCM (one TLS-like sealed message per operation, output
+ * ciphertext || 16-byte tag) and HMAC (name "HMAC-<digest>") through EVP
+ * and bare AF_ALG. */
+int bench_aead_mac_offered(const bench_alg *a, const char *propq);
+bench_inst *bench_open_aead_mac(bench_set *s, const bench_alg *a, const char *name,
+                                const char *propq, bench_family fam);
+void bench_open_bare_afalg_aead_mac(bench_set *s, const bench_alg *a);
+int bench_reference_aead_mac(const bench_alg *a, const unsigned char *in, size_t len,
+                             unsigned char *out);
 
 /* Reference results from the default provider, for checking every
  * implementation's output before it is timed. */

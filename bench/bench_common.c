@@ -74,8 +74,8 @@ void bench_proc_crypto_driver(const char *kname, bench_kind kind, char *out,
         char key[64], val[128];
 
         if (got == NULL || line[0] == '\n') {
-            int type_ok = kind == BENCH_CIPHER
-                ? strcmp(type, "skcipher") == 0
+            int type_ok = kind == BENCH_CIPHER ? strcmp(type, "skcipher") == 0
+                : kind == BENCH_AEAD ? strcmp(type, "aead") == 0
                 : (strcmp(type, "shash") == 0 || strcmp(type, "ahash") == 0);
 
             if (strcmp(name, kname) == 0 && type_ok && prio > best) {

@@ -69,6 +69,15 @@ static const bench_alg algs[] = {
       CRYPTO_SHA2_384, NID_sha384 },
     { "SHA2-512", "sha512", BENCH_DIGEST, BENCH_HASH, 0, 0, 128, 64, 0,
       CRYPTO_SHA2_512, NID_sha512 },
+    /* GCM: mdlen is the tag; HMAC: keylen is the key used, mdlen the MAC. */
+    { "AES-128-GCM", "gcm(aes)", BENCH_AEAD, BENCH_GCM, 16, 12, 1, 16,
+      CRYPTO_AES_GCM, 0, NID_aes_128_gcm },
+    { "AES-256-GCM", "gcm(aes)", BENCH_AEAD, BENCH_GCM, 32, 12, 1, 16,
+      CRYPTO_AES_GCM, 0, NID_aes_256_gcm },
+    { "HMAC-SHA1", "hmac(sha1)", BENCH_MAC, BENCH_HMAC, 20, 0, 64, 20, 0,
+      CRYPTO_SHA1_HMAC, NID_hmac_sha1 },
+    { "HMAC-SHA2-256", "hmac(sha256)", BENCH_MAC, BENCH_HMAC, 32, 0, 64, 32, 0,
+      CRYPTO_SHA2_256_HMAC, NID_hmacWithSHA256 },
 };
 #define NALGS (sizeof(algs) / sizeof(algs[0]))
 
@@ -863,6 +872,13 @@ static int run_check(void)
                 }
             }
         }
+        if (al->kind == BENCH_AEAD || al->kind == BENCH_MAC) {
+            static const size_t at[] = { 16, 1024, 16384 };
+
+            for (k = 0; k < 3; k++)
+                ratio_target(al, "AF_ALG overhead", "hwaf-afalg", "bare-afalg", at[k], 0.9);
+            continue;
+        }
         if (al->kind == BENCH_DIGEST && strcmp(al->name, "SHA2-256") == 0)
             for (k = 0; k < opt.nsizes; k++)
                 ratio_target(al, "hash", "hwaf-afalg", "bare-afalg", opt.sizes[k], 0.9);
@@ -895,6 +911,16 @@ static void open_all(bench_set *s, const bench_alg *a)
 {
     int i, n;
 
+    if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC) {
+        /* The peers and /dev/crypto loop have no GCM or HMAC rows. */
+        if (want_family("default"))
+            bench_open_default(s, a);
+        if (want_family("hwaf"))
+            bench_open_hwaf(s, a);
+        if (want_family("bare-afalg"))
+            bench_open_bare_afalg_aead_mac(s, a);
+        goto filter;
+    }
     if (want_family("default"))
         bench_open_default(s, a);
     if (want_family("hwaf"))
@@ -913,6 +939,7 @@ static void open_all(bench_set *s, const bench_alg *a)
             bench_open_bare_afalg(s, a, s->inst[i].driver, "-hw");
     if (want_family("bare-cryptodev"))
         bench_open_bare_cryptodev(s, a);
+ filter:
     /* Drop what --impls excludes (openers add families together). */
     for (i = 0; i < s->n; i++)
         if (!want_impl(s->inst[i].name)) {
@@ -987,7 +1014,8 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
         for (i = 0; i < s.n; i++) {
             bench_inst *inst = &s.inst[i];
             result *r = new_result();
-            size_t cmplen = a->kind == BENCH_CIPHER ? len : a->mdlen;
+            size_t cmplen = a->kind == BENCH_CIPHER ? len
+                          : a->kind == BENCH_AEAD ? len + a->mdlen : a->mdlen;
 
             r->alg = a;
             r->len = len;

@@ -277,6 +277,12 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
     bench_inst *inst;
     int hw = -1;
 
+    if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC) {
+        inst = bench_open_aead_mac(s, a, name, propq, fam);
+        if (inst != NULL)
+            inst->counter = counter;
+        return;
+    }
     if (a->kind == BENCH_CIPHER) {
         evp_cipher_st *st = calloc(1, sizeof(*st));
 
@@ -345,6 +351,8 @@ static int hwaf_offers(const bench_alg *a, const char *propq)
 {
     int ok;
 
+    if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC)
+        return bench_aead_mac_offered(a, propq);
     if (a->kind == BENCH_CIPHER) {
         EVP_CIPHER *c = EVP_CIPHER_fetch(NULL, a->name, propq);
 
@@ -493,6 +501,8 @@ int bench_reference(const bench_alg *a, const unsigned char *in, size_t len,
 {
     int ok = 0;
 
+    if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC)
+        return bench_reference_aead_mac(a, in, len, out);
     if (a->kind == BENCH_CIPHER) {
         EVP_CIPHER *c = EVP_CIPHER_fetch(NULL, a->name, "provider=default");
         EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
