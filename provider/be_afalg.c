@@ -217,50 +217,70 @@ static void afalg_cipher_close(hwaf_be_cipher *s)
     OPENSSL_free(s);
 }
 
-static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
-                             const unsigned char *key, size_t keylen)
+/*
+ * A keyed session of impl's driver (ciphers and AEAD): a transform socket
+ * of type bound and keyed (and given the tag size when authsize is not 0),
+ * an operation socket accepted from it with grown buffers, and in *max how
+ * much one operation may carry (both socket buffers, a page of slack).
+ * 1, or 0 with an error raised; *tfm and *op hold whatever was opened,
+ * -1 otherwise, for the caller to close.
+ */
+static int keyed_session(const hwaf_impl *impl, const char *type,
+                         const unsigned char *key, size_t keylen,
+                         size_t authsize, int *tfm, int *op, size_t *max)
 {
-    hwaf_be_cipher *s = OPENSSL_zalloc(sizeof(*s));
     const char *call = "bind";
     size_t sndbuf;
     int r;
 
-    *out = NULL;
-    if (!hwaf_sandbox_allows(impl->prov)) {
-        OPENSSL_free(s);
+    *op = -1;
+    *tfm = afalg_bind(type, impl->drv.name, &call);
+    if (*tfm < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -*tfm, call);
         return 0;
     }
+    r = afalg_setkey(*tfm, key, keylen);
+    if (r < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "setsockopt(ALG_SET_KEY)");
+        return 0;
+    }
+    if (authsize != 0 && (r = afalg_set_authsize(*tfm, authsize)) < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
+                       "setsockopt(ALG_SET_AEAD_AUTHSIZE)");
+        return 0;
+    }
+    *op = afalg_accept(*tfm);
+    if (*op < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -*op, "accept");
+        return 0;
+    }
+    sndbuf = afalg_grow_buffers(*op, AFALG_SNDBUF_WANT);
+    *max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
+                                   : 3 * AFALG_PAGE;
+    return 1;
+}
+
+static int afalg_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
+                             const unsigned char *key, size_t keylen)
+{
+    hwaf_be_cipher *s;
+
+    *out = NULL;
+    if (!hwaf_sandbox_allows(impl->prov))
+        return 0;
+    s = OPENSSL_zalloc(sizeof(*s));
     if (s == NULL) {
         HWAF_RAISE(impl->prov, HWAF_R_MALLOC_FAILURE, "afalg cipher");
         return 0;
     }
     s->impl = impl;
-    s->op = -1;
     s->pipe[0] = s->pipe[1] = -1;
-    s->tfm = afalg_bind("skcipher", impl->drv.name, &call);
-    if (s->tfm < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, call);
-        goto err;
+    if (!keyed_session(impl, "skcipher", key, keylen, 0, &s->tfm, &s->op, &s->max)) {
+        afalg_cipher_close(s);
+        return 0;
     }
-    r = afalg_setkey(s->tfm, key, keylen);
-    if (r < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "setsockopt(ALG_SET_KEY)");
-        goto err;
-    }
-    s->op = afalg_accept(s->tfm);
-    if (s->op < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
-        goto err;
-    }
-    /* One operation must fit both socket buffers.  Keep a page of slack. */
-    sndbuf = afalg_grow_buffers(s->op, AFALG_SNDBUF_WANT);
-    s->max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
-                                     : 3 * AFALG_PAGE;
     *out = s;
     return 1;
- err:
-    afalg_cipher_close(s);
-    return 0;
 }
 
 /*
@@ -773,9 +793,6 @@ static int afalg_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
                            const unsigned char *key, size_t keylen)
 {
     hwaf_be_aead *s;
-    const char *call = "bind";
-    size_t sndbuf;
-    int r;
 
     *out = NULL;
     if (!hwaf_sandbox_allows(impl->prov))
@@ -786,37 +803,14 @@ static int afalg_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
         return 0;
     }
     s->impl = impl;
-    s->op = -1;
-    s->tfm = afalg_bind("aead", impl->drv.name, &call);
-    if (s->tfm < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->tfm, call);
-        goto err;
+    /* The whole request (AAD, data, tag) must fit one operation. */
+    if (!keyed_session(impl, "aead", key, keylen, HWAF_GCM_TAG, &s->tfm, &s->op,
+                       &s->max)) {
+        afalg_aead_close(s);
+        return 0;
     }
-    r = afalg_setkey(s->tfm, key, keylen);
-    if (r < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "setsockopt(ALG_SET_KEY)");
-        goto err;
-    }
-    r = afalg_set_authsize(s->tfm, HWAF_GCM_TAG);
-    if (r < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
-                       "setsockopt(ALG_SET_AEAD_AUTHSIZE)");
-        goto err;
-    }
-    s->op = afalg_accept(s->tfm);
-    if (s->op < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -s->op, "accept");
-        goto err;
-    }
-    /* The whole request must fit both socket buffers; a page of slack. */
-    sndbuf = afalg_grow_buffers(s->op, AFALG_SNDBUF_WANT);
-    s->max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
-                                     : 3 * AFALG_PAGE;
     *out = s;
     return 1;
- err:
-    afalg_aead_close(s);
-    return 0;
 }
 
 static size_t afalg_aead_max(hwaf_be_aead *s)
