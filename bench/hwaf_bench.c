@@ -918,7 +918,7 @@ static void open_all(bench_set *s, const bench_alg *a)
         if (want_family("hwaf"))
             bench_open_hwaf(s, a);
         if (want_family("bare-afalg"))
-            bench_open_bare_afalg_aead_mac(s, a);
+            bench_open_bare_afalg(s, a, NULL, NULL);
         goto filter;
     }
     if (want_family("default"))

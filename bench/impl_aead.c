@@ -1,28 +1,14 @@
 /*
- * AES-GCM and HMAC: through EVP (the default provider, hwaf) and bare
- * AF_ALG loops.
+ * AES-GCM and HMAC through EVP (the default provider, hwaf); their bare
+ * AF_ALG loops are in impl_afalg.c.
  *
  * One GCM operation seals one message as TLS does for a record: a new IV
  * (init with the IV only), 13 bytes of AAD, the data in one update, the
  * final and the 16-byte tag.  Its output is ciphertext || tag.  One HMAC
  * operation is init (same key) + update + final of the buffer.
- *
- *  bare-afalg  gcm(aes): bind "aead", key and tag size set once, accept;
- *              per message one sendmsg (ALG_SET_OP, ALG_SET_IV,
- *              ALG_SET_AEAD_ASSOCLEN; AAD and data) and one readv (AAD
- *              back into a scratch buffer, ciphertext, tag).
- *              hmac(...): bind "hash", key set once, accept; per message
- *              one send of the data and one read of the MAC.
  */
-#define _GNU_SOURCE
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-#include <linux/if_alg.h>
 
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -32,19 +18,7 @@
 #include "bench.h"
 #include "hwaf/hwaf.h"
 
-#ifndef SOL_ALG
-#define SOL_ALG 279
-#endif
-
-#define AAD_LEN 13
 #define TAG_LEN 16
-#define GCM_IV 12
-
-/* The AAD of every message: a TLS record header's worth of bytes. */
-static const unsigned char *aad(void)
-{
-    return bench_key + 32;
-}
 
 /* "HMAC-SHA2-256" -> "SHA2-256" */
 static const char *mac_digest(const bench_alg *a)
@@ -99,7 +73,7 @@ static int evp_gcm_op(void *vst, const unsigned char *in, unsigned char *out,
     int l = 0, l2 = 0;
 
     if (!EVP_EncryptInit_ex(st->cctx, NULL, NULL, NULL, bench_iv)
-        || !EVP_EncryptUpdate(st->cctx, NULL, &l, aad(), AAD_LEN)
+        || !EVP_EncryptUpdate(st->cctx, NULL, &l, BENCH_AEAD_AAD, BENCH_AEAD_AAD_LEN)
         || !EVP_EncryptUpdate(st->cctx, out, &l, in, (int)len)
         || !EVP_EncryptFinal_ex(st->cctx, out + l, &l2)
         || EVP_CIPHER_CTX_ctrl(st->cctx, EVP_CTRL_AEAD_GET_TAG, TAG_LEN, out + len) <= 0) {
@@ -226,159 +200,4 @@ int bench_reference_aead_mac(const bench_alg *a, const unsigned char *in, size_t
     ok = inst->ops->op(inst->st, in, out, len, why, sizeof(why));
     inst->ops->close(inst->st);
     return ok;
-}
-
-/* ---- bare AF_ALG ---- */
-
-typedef struct {
-    const bench_alg *a;
-    int tfm, op;
-    unsigned char scratch[AAD_LEN];
-} bare_st;
-
-static void bare_close(void *vst)
-{
-    bare_st *st = vst;
-
-    if (st == NULL)
-        return;
-    if (st->op >= 0)
-        close(st->op);
-    if (st->tfm >= 0)
-        close(st->tfm);
-    free(st);
-}
-
-static int bare_gcm_op(void *vst, const unsigned char *in, unsigned char *out,
-                       size_t len, char *why, size_t whylen)
-{
-    bare_st *st = vst;
-    union {
-        char buf[CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct af_alg_iv) + GCM_IV)
-                 + CMSG_SPACE(sizeof(uint32_t))];
-        struct cmsghdr align;
-    } c;
-    struct msghdr msg;
-    struct cmsghdr *cm;
-    struct af_alg_iv *ivm;
-    struct iovec tx[2], rx[3];
-    ssize_t n;
-
-    memset(&c, 0, sizeof(c));
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_control = c.buf;
-    msg.msg_controllen = sizeof(c.buf);
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_ALG;
-    cm->cmsg_type = ALG_SET_OP;
-    cm->cmsg_len = CMSG_LEN(sizeof(uint32_t));
-    *(uint32_t *)CMSG_DATA(cm) = ALG_OP_ENCRYPT;
-    cm = CMSG_NXTHDR(&msg, cm);
-    cm->cmsg_level = SOL_ALG;
-    cm->cmsg_type = ALG_SET_IV;
-    cm->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + GCM_IV);
-    ivm = (struct af_alg_iv *)CMSG_DATA(cm);
-    ivm->ivlen = GCM_IV;
-    memcpy(ivm->iv, bench_iv, GCM_IV);
-    cm = CMSG_NXTHDR(&msg, cm);
-    cm->cmsg_level = SOL_ALG;
-    cm->cmsg_type = ALG_SET_AEAD_ASSOCLEN;
-    cm->cmsg_len = CMSG_LEN(sizeof(uint32_t));
-    *(uint32_t *)CMSG_DATA(cm) = AAD_LEN;
-    tx[0].iov_base = (void *)aad();
-    tx[0].iov_len = AAD_LEN;
-    tx[1].iov_base = (void *)in;
-    tx[1].iov_len = len;
-    msg.msg_iov = tx;
-    msg.msg_iovlen = 2;
-    n = sendmsg(st->op, &msg, 0);
-    if (n != (ssize_t)(AAD_LEN + len)) {
-        snprintf(why, whylen, "sendmsg: %s", n < 0 ? strerror(errno) : "short");
-        return 0;
-    }
-    rx[0].iov_base = st->scratch;
-    rx[0].iov_len = AAD_LEN;
-    rx[1].iov_base = out;
-    rx[1].iov_len = len;
-    rx[2].iov_base = out + len;
-    rx[2].iov_len = TAG_LEN;
-    n = readv(st->op, rx, 3);
-    if (n != (ssize_t)(AAD_LEN + len + TAG_LEN)) {
-        snprintf(why, whylen, "readv: %s", n < 0 ? strerror(errno) : "short");
-        return 0;
-    }
-    return 1;
-}
-
-static int bare_mac_op(void *vst, const unsigned char *in, unsigned char *out,
-                       size_t len, char *why, size_t whylen)
-{
-    bare_st *st = vst;
-    ssize_t n = send(st->op, in, len, 0);
-
-    if (n != (ssize_t)len) {
-        snprintf(why, whylen, "send: %s", n < 0 ? strerror(errno) : "short");
-        return 0;
-    }
-    n = read(st->op, out, st->a->mdlen);
-    if (n != (ssize_t)st->a->mdlen) {
-        snprintf(why, whylen, "read: %s", n < 0 ? strerror(errno) : "short");
-        return 0;
-    }
-    return 1;
-}
-
-static const bench_ops bare_gcm_ops = { bare_gcm_op, evp_am_reset, bare_close };
-static const bench_ops bare_mac_ops = { bare_mac_op, evp_am_reset, bare_close };
-
-void bench_open_bare_afalg_aead_mac(bench_set *s, const bench_alg *a)
-{
-    const char *name = "bare-afalg";
-    struct sockaddr_alg sa;
-    bare_st *st = calloc(1, sizeof(*st));
-    bench_inst *inst;
-    const char *what = "socket(AF_ALG)";
-
-    if (st == NULL)
-        return;
-    st->a = a;
-    st->op = -1;
-    memset(&sa, 0, sizeof(sa));
-    sa.salg_family = AF_ALG;
-    snprintf((char *)sa.salg_type, sizeof(sa.salg_type), "%s",
-             a->kind == BENCH_AEAD ? "aead" : "hash");
-    snprintf((char *)sa.salg_name, sizeof(sa.salg_name), "%s", a->kname);
-    st->tfm = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (st->tfm < 0)
-        goto fail;
-    what = "bind";
-    if (bind(st->tfm, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        goto fail;
-    what = "ALG_SET_KEY";
-    if (setsockopt(st->tfm, SOL_ALG, ALG_SET_KEY, bench_key, a->keylen) < 0)
-        goto fail;
-    what = "ALG_SET_AEAD_AUTHSIZE";
-    if (a->kind == BENCH_AEAD
-        && setsockopt(st->tfm, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, TAG_LEN) < 0)
-        goto fail;
-    what = "accept";
-    st->op = accept4(st->tfm, NULL, NULL, SOCK_CLOEXEC);
-    if (st->op < 0)
-        goto fail;
-    inst = bench_set_add(s, name, BENCH_FAM_BARE);
-    if (inst == NULL) {
-        bare_close(st);
-        return;
-    }
-    inst->ops = a->kind == BENCH_AEAD ? &bare_gcm_ops : &bare_mac_ops;
-    inst->st = st;
-    inst->hw = -1;
-    inst->counter = -1;
-    /* One message in one request: the socket's buffer (208 KiB). */
-    inst->maxlen = 128 * 1024;
-    bench_proc_crypto_driver(a->kname, a->kind, inst->driver, sizeof(inst->driver));
-    return;
-fail:
-    bench_set_absent(s, name, "%s %s: %s", what, a->kname, strerror(errno));
-    bare_close(st);
 }

@@ -8,8 +8,11 @@
  *                 (128 KiB, what the socket takes without a reader) go in
  *                 rounds: sendmsg(MSG_MORE) + read, the cipher chaining on in
  *                 the kernel.
- *                 hash: per operation one send of the data + one read of the
- *                 digest.
+ *                 hash and keyed hash (HMAC): per operation one send of the
+ *                 data + one read of the digest.
+ *                 aead (GCM): key and tag size set once; per message one
+ *                 sendmsg (op, IV, AAD length; AAD and data) + one readv
+ *                 (AAD back into scratch, ciphertext and tag).
  *  bare-afalg-zc  skcipher only: the input is handed over with vmsplice +
  *                 splice instead of being copied by sendmsg (page-aligned
  *                 buffers), in rounds of at most 128 KiB, each round's output
@@ -82,25 +85,30 @@ static int read_full(int fd, unsigned char *out, size_t n, char *why, size_t why
     return 1;
 }
 
-/* sendmsg with the operation and IV control messages, plus optional data. */
+/* sendmsg with the operation and IV control messages, plus optional data;
+ * for AEAD also the AAD length, the AAD going first. */
 static int send_with_iv(afalg_st *st, const unsigned char *in, size_t n, int flags,
                         char *why, size_t whylen)
 {
     union {
-        char buf[CMSG_SPACE(sizeof(__u32)) + CMSG_SPACE(sizeof(struct af_alg_iv) + 16)];
+        char buf[CMSG_SPACE(sizeof(__u32)) + CMSG_SPACE(sizeof(struct af_alg_iv) + 16)
+                 + CMSG_SPACE(sizeof(__u32))];
         struct cmsghdr align;
     } cbuf;
     struct msghdr msg;
     struct cmsghdr *c;
     struct af_alg_iv *aiv;
-    struct iovec iov;
+    struct iovec iov[2];
+    int aead = st->a->kind == BENCH_AEAD, k = 0;
+    size_t aadlen = aead ? BENCH_AEAD_AAD_LEN : 0;
     ssize_t r;
 
     memset(&cbuf, 0, sizeof(cbuf));
     memset(&msg, 0, sizeof(msg));
     msg.msg_control = cbuf.buf;
     msg.msg_controllen = CMSG_SPACE(sizeof(__u32))
-        + CMSG_SPACE(sizeof(struct af_alg_iv) + st->a->ivlen);
+        + CMSG_SPACE(sizeof(struct af_alg_iv) + st->a->ivlen)
+        + (aead ? CMSG_SPACE(sizeof(__u32)) : 0);
     c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_ALG;
     c->cmsg_type = ALG_SET_OP;
@@ -113,14 +121,23 @@ static int send_with_iv(afalg_st *st, const unsigned char *in, size_t n, int fla
     aiv = (struct af_alg_iv *)(void *)CMSG_DATA(c);
     aiv->ivlen = st->a->ivlen;
     memcpy(aiv->iv, bench_iv, st->a->ivlen);
-    if (n > 0) {
-        iov.iov_base = (void *)in;
-        iov.iov_len = n;
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
+    if (aead) {
+        c = CMSG_NXTHDR(&msg, c);
+        c->cmsg_level = SOL_ALG;
+        c->cmsg_type = ALG_SET_AEAD_ASSOCLEN;
+        c->cmsg_len = CMSG_LEN(sizeof(__u32));
+        *(__u32 *)(void *)CMSG_DATA(c) = (__u32)aadlen;
+        iov[k].iov_base = (void *)BENCH_AEAD_AAD;
+        iov[k++].iov_len = aadlen;
     }
+    if (n > 0) {
+        iov[k].iov_base = (void *)in;
+        iov[k++].iov_len = n;
+    }
+    msg.msg_iov = k ? iov : NULL;
+    msg.msg_iovlen = (size_t)k;
     r = sendmsg(st->op, &msg, flags);
-    if (r != (ssize_t)n) {
+    if (r != (ssize_t)(aadlen + n)) {
         snprintf(why, whylen, "sendmsg: %s", r < 0 ? strerror(errno) : "short");
         return 0;
     }
@@ -217,7 +234,31 @@ static int hash_op(void *vst, const unsigned char *in, unsigned char *out,
         && read_full(st->op, out, st->a->mdlen, why, whylen);
 }
 
+/* One sealed GCM message: out receives ciphertext || tag. */
+static int gcm_op(void *vst, const unsigned char *in, unsigned char *out,
+                  size_t len, char *why, size_t whylen)
+{
+    afalg_st *st = vst;
+    unsigned char scratch[BENCH_AEAD_AAD_LEN];
+    struct iovec rx[2];
+    ssize_t r;
+
+    if (!send_with_iv(st, in, len, 0, why, whylen))
+        return 0;
+    rx[0].iov_base = scratch;
+    rx[0].iov_len = sizeof(scratch);
+    rx[1].iov_base = out;
+    rx[1].iov_len = len + st->a->mdlen;
+    r = readv(st->op, rx, 2);
+    if (r != (ssize_t)(sizeof(scratch) + len + st->a->mdlen)) {
+        snprintf(why, whylen, "readv: %s", r < 0 ? strerror(errno) : "short");
+        return 0;
+    }
+    return 1;
+}
+
 static const bench_ops copy_ops = { copy_op, afalg_reset, afalg_close };
+static const bench_ops gcm_ops = { gcm_op, afalg_reset, afalg_close };
 static const bench_ops zc_ops = { zc_op, afalg_reset, afalg_close };
 static const bench_ops hash_ops = { hash_op, afalg_reset, afalg_close };
 
@@ -237,7 +278,7 @@ static afalg_st *afalg_bind(const bench_alg *a, const char *bind_name, int zc,
     memset(&sa, 0, sizeof(sa));
     sa.salg_family = AF_ALG;
     snprintf((char *)sa.salg_type, sizeof(sa.salg_type), "%s",
-             a->kind == BENCH_CIPHER ? "skcipher" : "hash");
+             a->kind == BENCH_CIPHER ? "skcipher" : a->kind == BENCH_AEAD ? "aead" : "hash");
     snprintf((char *)sa.salg_name, sizeof(sa.salg_name), "%s", bind_name);
     st->tfm = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (st->tfm < 0) {
@@ -248,9 +289,14 @@ static afalg_st *afalg_bind(const bench_alg *a, const char *bind_name, int zc,
         snprintf(why, whylen, "bind %s: %s", bind_name, strerror(errno));
         goto fail;
     }
-    if (a->kind == BENCH_CIPHER
+    if (a->kind != BENCH_DIGEST
         && setsockopt(st->tfm, SOL_ALG, ALG_SET_KEY, bench_key, a->keylen) < 0) {
         snprintf(why, whylen, "ALG_SET_KEY: %s", strerror(errno));
+        goto fail;
+    }
+    if (a->kind == BENCH_AEAD
+        && setsockopt(st->tfm, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, a->mdlen) < 0) {
+        snprintf(why, whylen, "ALG_SET_AEAD_AUTHSIZE: %s", strerror(errno));
         goto fail;
     }
     st->op = accept4(st->tfm, NULL, NULL, SOCK_CLOEXEC);
@@ -300,9 +346,11 @@ void bench_open_bare_afalg(bench_set *s, const bench_alg *a, const char *bind_na
             continue;
         }
         inst->st = st;
-        inst->ops = a->kind == BENCH_DIGEST ? &hash_ops : zc ? &zc_ops : &copy_ops;
-        /* One XTS data unit must reach the kernel in one piece. */
-        if (a->mode == BENCH_XTS)
+        inst->ops = a->kind == BENCH_DIGEST || a->kind == BENCH_MAC ? &hash_ops
+                  : a->kind == BENCH_AEAD ? &gcm_ops : zc ? &zc_ops : &copy_ops;
+        /* One XTS data unit, one GCM message must reach the kernel in one
+         * piece. */
+        if (a->mode == BENCH_XTS || a->mode == BENCH_GCM)
             inst->maxlen = BARE_ROUND;
         if (strcmp(bind_name, a->kname) != 0)
             snprintf(inst->driver, sizeof(inst->driver), "%s", bind_name);
