@@ -38,18 +38,30 @@ static const char *const gcms[] = {
 static unsigned char sample[4096 + 13];
 static unsigned char key[64], iv[16];
 
+/*
+ * One message through cipher name: the output length, 0 on failure.  With
+ * tag (AES-GCM): 13 bytes of AAD first (a TLS record header's worth), the
+ * tag written after an encryption and checked by a decryption (a wrong one
+ * fails).
+ */
 static int run_cipher(OSSL_LIB_CTX *lib, const char *name, const char *propq,
                       int enc, const unsigned char *in, int inl,
-                      unsigned char *out, char *driver, size_t drvlen)
+                      unsigned char *out, unsigned char tag[16],
+                      char *driver, size_t drvlen)
 {
     EVP_CIPHER *c = EVP_CIPHER_fetch(lib, name, propq);
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int ok = 0, l1 = 0, l2 = 0;
+    int ok = 0, l0 = 0, l1 = 0, l2 = 0;
 
     if (c != NULL && ctx != NULL
         && EVP_CipherInit_ex2(ctx, c, key, iv, enc, NULL)
+        && (tag == NULL || enc
+            || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0)
+        && (tag == NULL || EVP_CipherUpdate(ctx, NULL, &l0, sample, 13))
         && EVP_CipherUpdate(ctx, out, &l1, in, inl)
-        && EVP_CipherFinal_ex(ctx, out + l1, &l2))
+        && EVP_CipherFinal_ex(ctx, out + l1, &l2)
+        && (tag == NULL || !enc
+            || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) > 0))
         ok = l1 + l2;
     if (ok && driver != NULL) {
         OSSL_PARAM p[] = {
@@ -73,11 +85,11 @@ static int check_cipher(OSSL_LIB_CTX *lib, const char *name, const char *propq)
 
     if (strstr(name, "XTS") != NULL)
         inl = 4096; /* one data unit */
-    la = run_cipher(lib, name, propq, 1, sample, inl, a, driver, sizeof(driver));
-    lb = run_cipher(lib, name, "provider=default", 1, sample, inl, b, NULL, 0);
+    la = run_cipher(lib, name, propq, 1, sample, inl, a, NULL, driver, sizeof(driver));
+    lb = run_cipher(lib, name, "provider=default", 1, sample, inl, b, NULL, NULL, 0);
     if (la == 0)
         return -1;
-    lback = run_cipher(lib, name, "provider=default", 0, a, la, back, NULL, 0);
+    lback = run_cipher(lib, name, "provider=default", 0, a, la, back, NULL, NULL, 0);
     printf("  %-12s %-32s %s\n", name, driver,
            la == lb && memcmp(a, b, la) == 0 && lback == inl
            && memcmp(back, sample, inl) == 0 ? "matches default provider" : "MISMATCH");
@@ -114,37 +126,6 @@ static int check_digest(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     return ok;
 }
 
-/* One GCM message (13 bytes of AAD, as a TLS record's): tag in/out.
- * Returns the output length, 0 on failure (a wrong tag included). */
-static int run_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq,
-                   int enc, const unsigned char *in, int inl, unsigned char *out,
-                   unsigned char tag[16], char *driver, size_t drvlen)
-{
-    EVP_CIPHER *c = EVP_CIPHER_fetch(lib, name, propq);
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int ok = 0, l0 = 0, l1 = 0, l2 = 0;
-
-    if (c != NULL && ctx != NULL
-        && EVP_CipherInit_ex2(ctx, c, key, iv, enc, NULL)
-        && (enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0)
-        && EVP_CipherUpdate(ctx, NULL, &l0, sample, 13)
-        && EVP_CipherUpdate(ctx, out, &l1, in, inl)
-        && EVP_CipherFinal_ex(ctx, out + l1, &l2)
-        && (!enc || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) > 0))
-        ok = l1 + l2;
-    if (ok && driver != NULL) {
-        OSSL_PARAM p[] = {
-            OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, driver, drvlen),
-            OSSL_PARAM_END
-        };
-        if (!EVP_CIPHER_CTX_get_params(ctx, p))
-            snprintf(driver, drvlen, "?");
-    }
-    EVP_CIPHER_CTX_free(ctx);
-    EVP_CIPHER_free(c);
-    return ok;
-}
-
 /* hwaf's ciphertext and tag equal the default provider's, hwaf decrypts
  * the default provider's message, and refuses it with a changed tag. */
 static int check_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq)
@@ -154,15 +135,15 @@ static int check_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     char driver[128] = "";
     int la, lb, lback, refused, inl = sizeof(sample), ok;
 
-    la = run_gcm(lib, name, propq, 1, sample, inl, a, ta, driver, sizeof(driver));
+    la = run_cipher(lib, name, propq, 1, sample, inl, a, ta, driver, sizeof(driver));
     if (la == 0)
         return -1;
-    lb = run_gcm(lib, name, "provider=default", 1, sample, inl, b, tb, NULL, 0);
-    lback = run_gcm(lib, name, propq, 0, b, lb, back, tb, NULL, 0);
+    lb = run_cipher(lib, name, "provider=default", 1, sample, inl, b, tb, NULL, 0);
+    lback = run_cipher(lib, name, propq, 0, b, lb, back, tb, NULL, 0);
     ok = la == lb && memcmp(a, b, la) == 0 && memcmp(ta, tb, 16) == 0
          && lback == inl && memcmp(back, sample, inl) == 0;
     tb[0] ^= 1;
-    refused = run_gcm(lib, name, propq, 0, b, lb, back, tb, NULL, 0) == 0;
+    refused = run_cipher(lib, name, propq, 0, b, lb, back, tb, NULL, 0) == 0;
     ERR_clear_error();
     ok = ok && refused;
     printf("  %-12s %-32s %s\n", name, driver,

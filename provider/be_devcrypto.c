@@ -415,18 +415,23 @@ static void dc_cipher_abandon(hwaf_be_cipher *s)
 }
 
 /*
- * A keyed session of impl's cipher or AEAD on fd, checked to be bound to
- * the driver impl offers: 1, or 0 with an error raised.  *align receives
- * the session's alignment.
+ * A keyed session of impl's cipher or AEAD in the process's file (*fd,
+ * *gen: dc_file_get), checked to be bound to the driver impl offers: 1, or
+ * 0 with an error raised (the caller frees what *fd and *have_ses say it
+ * holds).  *align receives the session's alignment.
  */
-static int dc_bind(const hwaf_impl *impl, int fd, const unsigned char *key,
-                   size_t keylen, uint32_t *ses, int *have_ses, size_t *align)
+static int dc_bind(const hwaf_impl *impl, int *fd, unsigned int *gen,
+                   const unsigned char *key, size_t keylen, uint32_t *ses,
+                   int *have_ses, size_t *align)
 {
     const hwaf_alg *alg = impl->alg;
     struct session_info_op info;
     uint32_t cipher, mac;
     const char *drv;
     int r;
+
+    *align = 1;
+    *fd = dc_file_get(gen);
 
     if (!dc_ids(alg, &cipher, &mac) || cipher == 0) {
         HWAF_RAISE(impl->prov, HWAF_R_BACKEND_UNAVAILABLE,
@@ -438,19 +443,19 @@ static int dc_bind(const hwaf_impl *impl, int fd, const unsigned char *key,
                    keylen);
         return 0;
     }
-    if (fd < 0) {
-        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -fd,
+    if (*fd < 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_BACKEND_UNAVAILABLE, -*fd,
                        "open(" DC_DEVICE ")");
         return 0;
     }
-    r = dc_session(fd, cipher, 0, key, keylen, ses);
+    r = dc_session(*fd, cipher, 0, key, keylen, ses);
     if (r < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
                        "ioctl(CIOCGSESSION)");
         return 0;
     }
     *have_ses = 1;
-    r = dc_session_info(fd, *ses, &info);
+    r = dc_session_info(*fd, *ses, &info);
     if (r < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
                        "ioctl(CIOCGSESSINFO)");
@@ -486,9 +491,7 @@ static int dc_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
         return 0;
     }
     s->impl = impl;
-    s->align = 1;
-    s->fd = dc_file_get(&s->gen);
-    if (!dc_bind(impl, s->fd, key, keylen, &s->ses, &s->have_ses, &s->align))
+    if (!dc_bind(impl, &s->fd, &s->gen, key, keylen, &s->ses, &s->have_ses, &s->align))
         goto err;
     if (impl->alg->mode == HWAF_MODE_XTS) {
         memcpy(s->key, key, keylen);
@@ -1326,9 +1329,7 @@ static int dc_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
         return 0;
     }
     s->impl = impl;
-    s->align = 1;
-    s->fd = dc_file_get(&s->gen);
-    if (!dc_bind(impl, s->fd, key, keylen, &s->ses, &s->have_ses, &s->align)) {
+    if (!dc_bind(impl, &s->fd, &s->gen, key, keylen, &s->ses, &s->have_ses, &s->align)) {
         dc_aead_free(s, 1);
         return 0;
     }
