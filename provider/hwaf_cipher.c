@@ -965,16 +965,9 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             return 0;
         }
     }
-    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL) {
-        int v;
-
-        if (!OSSL_PARAM_get_int(p, &v) || v < HWAF_OFFLOAD_AUTO || v > HWAF_OFFLOAD_KERNEL) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
-                       "%s: -1 (auto), 0 (software) or 1 (kernel)", HWAF_PARAM_OFFLOAD);
-            return 0;
-        }
-        ctx->offload = v;
-    }
+    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !hwaf_offload_param(PROV(ctx), p, &ctx->offload))
+        return 0;
     if (ALG(ctx)->mode == HWAF_MODE_XTS)
         return 1;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING)) != NULL) {

@@ -423,15 +423,9 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         return 1;
     for (p = params; p->key != NULL; p++) {
         if (strcmp(p->key, HWAF_PARAM_OFFLOAD) == 0) {
-            int v;
-
-            if (!OSSL_PARAM_get_int(p, &v) || v < HWAF_OFFLOAD_AUTO || v > HWAF_OFFLOAD_KERNEL) {
-                HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
-                           "%s: -1 (auto), 0 (software) or 1 (kernel)", HWAF_PARAM_OFFLOAD);
-                return 0;
-            }
             /* Takes effect while the message is held back, else at the next init. */
-            ctx->offload = v;
+            if (!hwaf_offload_param(PROV(ctx), p, &ctx->offload))
+                return 0;
         } else if (ctx->impl->alg->mdlen != 20) {
             /* The default provider's SHA-2 digests take no parameters at
              * all (so EVP_DigestFinalXOF fails on them): nor do ours. */

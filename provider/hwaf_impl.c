@@ -9,6 +9,7 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
+#include "hwaf_soft.h"
 #include <hwaf/hwaf.h>
 
 int hwaf_param_failed(const hwaf_prov *prov, const char *name)
@@ -51,5 +52,18 @@ int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD_MIN)) != NULL
         && !OSSL_PARAM_set_size_t(p, impl->offload_min))
         return hwaf_param_failed(impl->prov, p->key);
+    return 1;
+}
+
+int hwaf_offload_param(const hwaf_prov *prov, const OSSL_PARAM *p, int *offload)
+{
+    int v;
+
+    if (!OSSL_PARAM_get_int(p, &v) || v < HWAF_OFFLOAD_AUTO || v > HWAF_OFFLOAD_KERNEL) {
+        HWAF_RAISE(prov, HWAF_R_INVALID_PARAMETER,
+                   "%s: -1 (auto), 0 (software) or 1 (kernel)", HWAF_PARAM_OFFLOAD);
+        return 0;
+    }
+    *offload = v;
     return 1;
 }

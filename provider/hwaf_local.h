@@ -138,6 +138,8 @@ int hwaf_param_failed(const hwaf_prov *prov, const char *name);
  */
 void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size);
 int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[]);
+/* HWAF_PARAM_OFFLOAD's value into *offload, range-checked (error raised). */
+int hwaf_offload_param(const hwaf_prov *prov, const OSSL_PARAM *p, int *offload);
 #define HWAF_IMPL_GETTABLE_PARAMS                           \
     OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),     \
     OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),    \

@@ -353,23 +353,24 @@ static void soft_md_fork_noop(hwaf_be_md *s)
 }
 
 const hwaf_backend hwaf_backend_soft = {
-    "software",
-    soft_available,
-    soft_drivers,
-    soft_cipher_open,
-    soft_cipher_crypt,
-    soft_cipher_max,
-    soft_cipher_close,
-    soft_cipher_close,      /* abandon: nothing is shared with a parent */
-    soft_md_open,
-    soft_md_update,
-    soft_md_final,
-    soft_md_reset,
-    soft_md_dup,
-    soft_md_close,
-    soft_md_fork_prepare,
-    soft_md_fork_noop,
-    soft_md_fork_noop,
-    soft_impl_init,
-    soft_impl_free,
+    .name = "software",
+    .available = soft_available,
+    .drivers = soft_drivers,
+    .cipher_open = soft_cipher_open,
+    .cipher_crypt = soft_cipher_crypt,
+    .cipher_max = soft_cipher_max,
+    .cipher_close = soft_cipher_close,
+    .cipher_abandon = soft_cipher_close, /* nothing is shared with a parent */
+    .md_open = soft_md_open,
+    .md_update = soft_md_update,
+    .md_final = soft_md_final,
+    .md_reset = soft_md_reset,
+    .md_dup = soft_md_dup,
+    .md_close = soft_md_close,
+    .md_fork_prepare = soft_md_fork_prepare,
+    .md_fork_parent = soft_md_fork_noop,
+    .md_fork_child = soft_md_fork_noop,
+    .impl_init = soft_impl_init,
+    .impl_free = soft_impl_free,
+    /* no AEAD, no keyed hash: GCM and HMAC always use the kernel */
 };
