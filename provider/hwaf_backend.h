@@ -220,6 +220,11 @@ void hwaf_stats_add_spliced(size_t bytes);
 /* Work computed in software by size-aware dispatch (hwaf_soft.c). */
 void hwaf_stats_add_soft(size_t bytes);
 void hwaf_stats_get_soft(uint64_t *ops, uint64_t *bytes);
+/* Kernel objects that could not be had, whose work software took over
+ * (hwaf_open_fallback in hwaf_soft.h), by reason. */
+enum { HWAF_FALLBACK_DESCRIPTORS, HWAF_FALLBACK_SANDBOX, HWAF_FALLBACK_COUNT };
+void hwaf_stats_add_fallback(int reason);
+uint64_t hwaf_stats_fallbacks(int reason);
 uint64_t hwaf_stats_spliced(void);
 /* Sandboxes (hwaf_sandbox.c): before a backend creates a kernel object,
  * hwaf_sandbox_allows() says whether a seccomp filter installed since the
@@ -230,6 +235,7 @@ void hwaf_sandbox_init(void);
 void hwaf_sandbox_forked(void); /* in a child, from hwaf_fork.c */
 int hwaf_sandbox_allows(const struct hwaf_prov_st *prov);
 uint64_t hwaf_sandbox_refusals(void);
+unsigned long hwaf_sandbox_refusals_here(void); /* by the calling thread */
 /* The per-process record under $HWAF_STATS (hwaf_stats.c): read the
  * environment once, bring the record up to date, restart it in a child. */
 void hwaf_stats_init(void);

@@ -148,10 +148,21 @@ static void sw_drop(hwaf_cipher_ctx *ctx)
 static hwaf_be_cipher *path_get(hwaf_cipher_ctx *ctx, size_t n, const hwaf_backend **b)
 {
     const hwaf_impl *soft = ctx->impl->soft;
+    hwaf_be_cipher *be;
+    hwaf_open_try t;
 
     if (soft == NULL || hwaf_offload(ctx->impl, ctx->offload, n)) {
         *b = ctx->impl->be;
-        return be_get(ctx);
+        if (ctx->be != NULL && ctx->gen == hwaf_fork_generation)
+            return ctx->be;
+        hwaf_open_begin(ctx->impl, &t);
+        if ((be = be_get(ctx)) != NULL) {
+            hwaf_open_end(ctx->impl, &t);
+            return be;
+        }
+        /* Out of descriptors or sandboxed: this operation in software. */
+        if (!hwaf_open_fallback(ctx->impl, &t, ctx->offload))
+            return NULL;
     }
     *b = soft->be;
     if (ctx->sw == NULL) {
@@ -163,6 +174,23 @@ static hwaf_be_cipher *path_get(hwaf_cipher_ctx *ctx, size_t n, const hwaf_backe
             return NULL;
     }
     return ctx->sw;
+}
+
+/*
+ * Open the kernel session now; also 1 when it cannot be had for want of
+ * descriptors or in a sandbox and software can serve the context (the
+ * session stays closed, operations go to software until one opens).
+ */
+static int be_open_or_soft(hwaf_cipher_ctx *ctx)
+{
+    hwaf_open_try t;
+
+    hwaf_open_begin(ctx->impl, &t);
+    if (be_open(ctx)) {
+        hwaf_open_end(ctx->impl, &t);
+        return 1;
+    }
+    return hwaf_open_fallback(ctx->impl, &t, ctx->offload);
 }
 
 /* Open the kernel session at init, or only when an operation needs it. */
@@ -448,7 +476,7 @@ static void *cipher_dupctx(void *vctx)
         return NULL;
     }
     /* The copy gets its own kernel session: either may be re-keyed. */
-    if (dst->key_set && src->be != NULL && !be_open(dst)) {
+    if (dst->key_set && src->be != NULL && !be_open_or_soft(dst)) {
         OPENSSL_clear_free(dst, sizeof(*dst));
         return NULL;
     }
@@ -505,7 +533,7 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
             ctx->key_set = 0;
             memcpy(ctx->key, key, keylen);
             ctx->keylen = keylen;
-            if (eager(ctx) && !be_open(ctx)) {
+            if (eager(ctx) && !be_open_or_soft(ctx)) {
                 OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
                 return 0;
             }

@@ -176,8 +176,16 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
         if (ctx->be != NULL && ctx->be_used && !ctx->impl->be->md_reset(ctx->be))
             detach(ctx);
         if (ctx->be == NULL) {
-            if (!ctx->impl->be->md_open(&be, ctx->impl))
-                return 0;
+            hwaf_open_try t;
+
+            hwaf_open_begin(ctx->impl, &t);
+            if (!ctx->impl->be->md_open(&be, ctx->impl)) {
+                /* Out of descriptors or sandboxed: the message in software. */
+                if (!hwaf_open_fallback(ctx->impl, &t, ctx->offload))
+                    return 0;
+                return go(ctx, 0);
+            }
+            hwaf_open_end(ctx->impl, &t);
             attach(ctx, be);
         }
         ctx->be_used = 1;

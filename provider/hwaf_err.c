@@ -41,6 +41,9 @@ const OSSL_ITEM hwaf_reason_strings[] = {
 static OSSL_FUNC_core_new_error_fn *c_new_error;
 static OSSL_FUNC_core_set_error_debug_fn *c_set_error_debug;
 static OSSL_FUNC_core_vset_error_fn *c_vset_error;
+static OSSL_FUNC_core_set_error_mark_fn *c_set_error_mark;
+static OSSL_FUNC_core_clear_last_error_mark_fn *c_clear_last_error_mark;
+static OSSL_FUNC_core_pop_error_to_mark_fn *c_pop_error_to_mark;
 
 void hwaf_err_init(const OSSL_DISPATCH *in)
 {
@@ -54,6 +57,15 @@ void hwaf_err_init(const OSSL_DISPATCH *in)
             break;
         case OSSL_FUNC_CORE_VSET_ERROR:
             c_vset_error = OSSL_FUNC_core_vset_error(in);
+            break;
+        case OSSL_FUNC_CORE_SET_ERROR_MARK:
+            c_set_error_mark = OSSL_FUNC_core_set_error_mark(in);
+            break;
+        case OSSL_FUNC_CORE_CLEAR_LAST_ERROR_MARK:
+            c_clear_last_error_mark = OSSL_FUNC_core_clear_last_error_mark(in);
+            break;
+        case OSSL_FUNC_CORE_POP_ERROR_TO_MARK:
+            c_pop_error_to_mark = OSSL_FUNC_core_pop_error_to_mark(in);
             break;
         default:
             break;
@@ -101,4 +113,23 @@ void hwaf_raise_sys(const hwaf_prov *prov, const char *file, int line,
     /* GNU strerror_r may return a static string instead of filling buf. */
     msg = strerror_r(err, buf, sizeof(buf));
     raise_fmt(prov, file, line, func, reason, "%s: %s (errno %d)", call, msg, err);
+}
+
+int hwaf_err_mark(const hwaf_prov *prov)
+{
+    if (prov == NULL || c_set_error_mark == NULL || c_pop_error_to_mark == NULL
+        || c_clear_last_error_mark == NULL)
+        return 0;
+    /* 0 when the queue is empty and there is nothing to mark: popping then
+     * empties it again, which is as good as a mark. */
+    (void)c_set_error_mark(prov->handle);
+    return 1;
+}
+
+void hwaf_err_mark_drop(const hwaf_prov *prov, int pop)
+{
+    if (pop)
+        c_pop_error_to_mark(prov->handle);
+    else
+        c_clear_last_error_mark(prov->handle);
 }

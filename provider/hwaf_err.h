@@ -53,6 +53,15 @@ void hwaf_raise(const struct hwaf_prov_st *prov, const char *file, int line,
 void hwaf_raise_sys(const struct hwaf_prov_st *prov, const char *file, int line,
                     const char *func, int reason, int err, const char *call);
 
+/*
+ * Error marks through the core: hwaf_err_mark() sets one (0 when the core
+ * offers none: then nothing may be popped); hwaf_err_mark_drop() then
+ * either pops the errors raised since (pop = 1) or keeps them and removes
+ * only the mark.
+ */
+int hwaf_err_mark(const struct hwaf_prov_st *prov);
+void hwaf_err_mark_drop(const struct hwaf_prov_st *prov, int pop);
+
 #define HWAF_RAISE(prov, reason, ...) \
     hwaf_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), __VA_ARGS__)
 #define HWAF_RAISE_SYS(prov, reason, err, call) \

@@ -382,18 +382,23 @@ static OSSL_FUNC_provider_get_reason_strings_fn prov_reason_strings;
 
 static void prov_teardown(void *provctx)
 {
-    uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT];
+    uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT], sops, sbytes;
     int b;
 
     /* What this process handed to the kernel: proof, in the debug log,
      * that an application configured only through openssl.cnf used hwaf. */
     for (b = 0; b < HWAF_BE_COUNT; b++)
         hwaf_stats_get(b, &ops[b], &bytes[b]);
-    HWAF_DEBUG("unload: afalg %llu ops %llu bytes, devcrypto %llu ops %llu bytes",
+    hwaf_stats_get_soft(&sops, &sbytes);
+    HWAF_DEBUG("unload: afalg %llu ops %llu bytes, devcrypto %llu ops %llu bytes, "
+               "software %llu ops %llu bytes, fallbacks %llu descriptors %llu sandbox",
                (unsigned long long)ops[HWAF_BE_AFALG],
                (unsigned long long)bytes[HWAF_BE_AFALG],
                (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
-               (unsigned long long)bytes[HWAF_BE_DEVCRYPTO]);
+               (unsigned long long)bytes[HWAF_BE_DEVCRYPTO],
+               (unsigned long long)sops, (unsigned long long)sbytes,
+               (unsigned long long)hwaf_stats_fallbacks(HWAF_FALLBACK_DESCRIPTORS),
+               (unsigned long long)hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX));
     hwaf_stats_flush();
     prov_free(provctx);
 }
@@ -414,6 +419,8 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_SPLICED_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_DESCRIPTORS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_SANDBOX, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_THRESHOLDS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_END
 };
@@ -458,7 +465,11 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     hwaf_stats_get_soft(&ops, &bytes);
     if (!set_u64(params, HWAF_PARAM_SOFTWARE_OPS, ops)
-        || !set_u64(params, HWAF_PARAM_SOFTWARE_BYTES, bytes))
+        || !set_u64(params, HWAF_PARAM_SOFTWARE_BYTES, bytes)
+        || !set_u64(params, HWAF_PARAM_FALLBACKS_DESCRIPTORS,
+                    hwaf_stats_fallbacks(HWAF_FALLBACK_DESCRIPTORS))
+        || !set_u64(params, HWAF_PARAM_FALLBACKS_SANDBOX,
+                    hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX)))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL
         && !OSSL_PARAM_set_int(p, 1))

@@ -46,6 +46,7 @@ static unsigned int checked_gen;
 static uint64_t checked_ns;
 static int checked;
 static uint64_t refusals;
+static __thread unsigned long refusals_here;  /* this thread's */
 static int proc_fd = -1; /* /proc, opened in a child right after fork() */
 
 static int read_state(int *mode, int *filters, int *err)
@@ -132,6 +133,7 @@ int hwaf_sandbox_allows(const struct hwaf_prov_st *prov)
         }
     }
     __atomic_add_fetch(&refusals, 1, __ATOMIC_RELAXED);
+    refusals_here++;
     HWAF_RAISE(prov, HWAF_R_SANDBOXED, NULL);
     return 0;
 }
@@ -139,4 +141,9 @@ int hwaf_sandbox_allows(const struct hwaf_prov_st *prov)
 uint64_t hwaf_sandbox_refusals(void)
 {
     return __atomic_load_n(&refusals, __ATOMIC_RELAXED);
+}
+
+unsigned long hwaf_sandbox_refusals_here(void)
+{
+    return refusals_here;
 }

@@ -5,6 +5,7 @@
  * An operation costs the default provider's own work plus an init call to
  * set the IV: no EVP layer, no allocation.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include "hwaf_soft.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
+#include "hwaf_sys.h"
 
 /* ---- the default provider, once per process ---- */
 
@@ -76,6 +78,49 @@ void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void)
         if (fns->function_id == function_id)
             return fns->function;
     return NULL;
+}
+
+/* ---- a kernel object that cannot be had: software takes over ---- */
+
+void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t)
+{
+    t->shortages = hwaf_sys_transient_count();
+    t->refusals = hwaf_sandbox_refusals_here();
+    t->marked = impl->soft != NULL && hwaf_err_mark(impl->prov);
+}
+
+void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t)
+{
+    if (t->marked)
+        hwaf_err_mark_drop(impl->prov, 0);
+    t->marked = 0;
+}
+
+int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force)
+{
+    int reason, err = 0;
+
+    if (hwaf_sandbox_refusals_here() != t->refusals) {
+        reason = HWAF_FALLBACK_SANDBOX;
+    } else if (hwaf_sys_transient_count() != t->shortages
+               && ((err = hwaf_sys_transient_errno()) == EMFILE || err == ENFILE)) {
+        reason = HWAF_FALLBACK_DESCRIPTORS;
+    } else {
+        hwaf_open_end(impl, t);
+        return 0;
+    }
+    if (!t->marked || force == HWAF_OFFLOAD_KERNEL) {
+        hwaf_open_end(impl, t);
+        return 0;
+    }
+    hwaf_err_mark_drop(impl->prov, 1);
+    t->marked = 0;
+    hwaf_stats_add_fallback(reason);
+    HWAF_DEBUG("dispatch: %s via %s: %s; served in software instead",
+               impl->alg->kname, impl->drv.name,
+               reason == HWAF_FALLBACK_SANDBOX ? "sandboxed, no kernel calls"
+                                              : strerror(err));
+    return 1;
 }
 
 /* ---- per implementation: the default provider's functions ---- */

@@ -46,6 +46,32 @@ static inline int hwaf_offload(const hwaf_impl *impl, int force, size_t n)
     return n >= impl->offload_min;
 }
 
+/*
+ * When a kernel object cannot be had: a context with a software twin whose
+ * kernel session or hash cannot be opened because the process is out of
+ * descriptors (EMFILE, ENFILE) or a sandbox installed since load forbids
+ * kernel calls (hwaf_sandbox.c) is served in software instead, counted
+ * (HWAF_PARAM_FALLBACKS_*) and logged.  Around the backend's open:
+ *
+ *   hwaf_open_try t;
+ *   hwaf_open_begin(impl, &t);
+ *   ok = impl->be->cipher_open(...);
+ *   if (!ok && hwaf_open_fallback(impl, &t, force)) -> use impl->soft
+ *   else hwaf_open_end(impl, &t) -> errors, if any, stay raised
+ *
+ * hwaf_open_fallback() returns 1 when the failure was such a shortage, the
+ * implementation has a software twin and force is not HWAF_OFFLOAD_KERNEL:
+ * the errors raised since hwaf_open_begin() are dropped.  Otherwise it
+ * returns 0 and the errors stay (hwaf_open_end() is then implied).
+ */
+typedef struct hwaf_open_try_st {
+    unsigned long shortages, refusals;  /* this thread's, at begin */
+    int marked;
+} hwaf_open_try;
+void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t);
+void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t);
+int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force);
+
 /* The software twin of impl (same algorithm, the soft backend), or NULL
  * when OpenSSL has no such implementation; set up by hwaf_soft_impl_init. */
 int hwaf_soft_impl_init(hwaf_impl *impl);

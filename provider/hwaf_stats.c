@@ -206,6 +206,18 @@ void hwaf_stats_add_soft(size_t bytes)
     __atomic_add_fetch(&stat_soft_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
 }
 
+static uint64_t stat_fallbacks[HWAF_FALLBACK_COUNT];
+
+void hwaf_stats_add_fallback(int reason)
+{
+    __atomic_add_fetch(&stat_fallbacks[reason], 1, __ATOMIC_RELAXED);
+}
+
+uint64_t hwaf_stats_fallbacks(int reason)
+{
+    return __atomic_load_n(&stat_fallbacks[reason], __ATOMIC_RELAXED);
+}
+
 void hwaf_stats_get_soft(uint64_t *ops, uint64_t *bytes)
 {
     *ops = __atomic_load_n(&stat_soft_ops, __ATOMIC_RELAXED);

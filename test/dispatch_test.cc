@@ -10,7 +10,9 @@
  */
 #include "hwaf_test.h"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -473,6 +475,145 @@ TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
     EXPECT_NE(bi.find("offload thresholds policy=throughput;"), std::string::npos) << bi;
     EXPECT_NE(bi.find(impls[0].name + " " + impls[0].backend + " " + impls[0].driver + " offload_min="),
               std::string::npos) << bi;
+}
+
+/*
+ * When the process runs out of descriptors, contexts whose kernel session
+ * or hash cannot be opened are served in software -- same bytes, counted --
+ * and go back to the kernel once descriptors are free again; a context
+ * forced to the kernel fails cleanly instead.
+ */
+class FdHog {
+public:
+    explicit FdHog(rlim_t limit)
+    {
+        if (getrlimit(RLIMIT_NOFILE, &old_) != 0)
+            return;
+        struct rlimit r = old_;
+        if (r.rlim_cur > limit)
+            r.rlim_cur = limit;
+        if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+            return;
+        set_ = true;
+        int fd;
+        while ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+            fds_.push_back(fd);
+        full_ = errno == EMFILE;
+    }
+    ~FdHog() { release(); }
+    void release()
+    {
+        for (int fd : fds_)
+            close(fd);
+        fds_.clear();
+        if (set_)
+            setrlimit(RLIMIT_NOFILE, &old_);
+        set_ = false;
+    }
+    bool full() const { return full_; }
+
+private:
+    struct rlimit old_;
+    std::vector<int> fds_;
+    bool set_ = false, full_ = false;
+};
+
+uint64_t fallbacks(const LibCtx &lib)
+{
+    uint64_t n = 0;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_FALLBACKS_DESCRIPTORS, &n)) << HWAF_PARAM_FALLBACKS_DESCRIPTORS;
+    return n;
+}
+
+TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
+{
+    use_config("offload_min = 0\n");
+    if (HasFatalFailure())
+        return;
+    CipherPtr h, d;
+    MdPtr mh, md;
+    need_cipher("AES-128-CBC", &h, &d);
+    need_md("SHA2-256", &mh, &md);
+    if (!h || !mh)
+        return;
+    std::string backend;
+    {
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        Bytes key(16, 3), iv(16, 4);
+        ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr));
+        backend = ctx_param_str(c.get(), HWAF_PARAM_BACKEND);
+    }
+    Counts c0 = counts(*lib_);
+    uint64_t f0 = fallbacks(*lib_);
+    const int kLive = 40;
+    std::vector<CtxPtr> ciphers;
+    std::vector<MdCtxPtr> digests;
+    {
+        FdHog hog(256);
+        ASSERT_TRUE(hog.full()) << "could not use up the descriptors";
+        Bytes key = random_bytes(16), iv = random_bytes(16), in = random_bytes(1000);
+        Bytes ref(1016), out(1016);
+        int lr = 0, lo = 0, t = 0;
+        {
+            CtxPtr cd(EVP_CIPHER_CTX_new());
+            ASSERT_TRUE(EVP_EncryptInit_ex2(cd.get(), d.get(), key.data(), iv.data(), nullptr));
+            ASSERT_TRUE(EVP_EncryptUpdate(cd.get(), ref.data(), &lr, in.data(), (int)in.size()));
+            ASSERT_TRUE(EVP_EncryptFinal_ex(cd.get(), ref.data() + lr, &t));
+            lr += t;
+        }
+        Bytes dref;
+        ASSERT_TRUE(digest_oneshot(md.get(), in, &dref));
+        for (int i = 0; i < kLive; i++) {
+            CtxPtr c(EVP_CIPHER_CTX_new());
+            ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr))
+                << "context " << i << ": " << error_queue_text();
+            ASSERT_TRUE(EVP_EncryptUpdate(c.get(), out.data(), &lo, in.data(), (int)in.size()))
+                << "context " << i << ": " << error_queue_text();
+            ASSERT_TRUE(EVP_EncryptFinal_ex(c.get(), out.data() + lo, &t));
+            ASSERT_EQ(tohex(out.data(), lo + t), tohex(ref.data(), lr)) << "context " << i;
+            ciphers.push_back(std::move(c));
+            MdCtxPtr m(EVP_MD_CTX_new());
+            unsigned char dg[64];
+            unsigned int dl = 0;
+            ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), mh.get(), nullptr)) << error_queue_text();
+            ASSERT_TRUE(EVP_DigestUpdate(m.get(), in.data(), in.size())) << error_queue_text();
+            ASSERT_TRUE(EVP_DigestFinal_ex(m.get(), dg, &dl)) << error_queue_text();
+            ASSERT_EQ(tohex(dg, dl), tohex(dref)) << "digest " << i;
+            ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), mh.get(), nullptr)) << error_queue_text();
+            digests.push_back(std::move(m));
+        }
+        EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
+        if (backend == "afalg") {
+            EXPECT_GT(fallbacks(*lib_), f0) << "no context was short of descriptors";
+            EXPECT_GT(counts(*lib_).sw_bytes, c0.sw_bytes) << "nothing was computed in software";
+            /* Forced to the kernel: a clean error, not software. */
+            CtxPtr c(EVP_CIPHER_CTX_new());
+            ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr));
+            int force = 1;
+            OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+            ASSERT_TRUE(EVP_CIPHER_CTX_set_params(c.get(), p));
+            EXPECT_FALSE(EVP_EncryptUpdate(c.get(), out.data(), &lo, in.data(), (int)in.size()));
+            EXPECT_TRUE(has_reasoned_error()) << "no reason for the refused kernel session";
+            ERR_clear_error();
+        }
+    }
+    /* Descriptors free again: the same contexts reach the kernel. */
+    Counts c1 = counts(*lib_);
+    Bytes in(64, 5), out(80), key(16, 6), iv(16, 8);
+    int lo = 0;
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ciphers.back().get(), nullptr, key.data(), iv.data(), nullptr))
+        << error_queue_text();
+    ASSERT_TRUE(EVP_EncryptUpdate(ciphers.back().get(), out.data(), &lo, in.data(), (int)in.size()))
+        << error_queue_text();
+    /* A digest stays where its message went: the next one goes there. */
+    ASSERT_TRUE(EVP_DigestInit_ex2(digests.back().get(), mh.get(), nullptr)) << error_queue_text();
+    ASSERT_TRUE(EVP_DigestUpdate(digests.back().get(), in.data(), in.size()));
+    unsigned char dg[64];
+    unsigned int dl = 0;
+    ASSERT_TRUE(EVP_DigestFinal_ex(digests.back().get(), dg, &dl));  /* /dev/crypto hashes at final */
+    Counts c2 = counts(*lib_);
+    EXPECT_EQ(c2.k_bytes - c1.k_bytes, 128u) << "back to the kernel once descriptors are free";
+    EXPECT_EQ(c2.sw_bytes, c1.sw_bytes);
 }
 
 } // namespace
