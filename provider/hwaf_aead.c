@@ -191,7 +191,6 @@ static OSSL_FUNC_cipher_get_ctx_params_fn aead_get_ctx_params;
 static OSSL_FUNC_cipher_set_ctx_params_fn aead_set_ctx_params;
 static OSSL_FUNC_cipher_gettable_ctx_params_fn aead_gettable_ctx_params;
 static OSSL_FUNC_cipher_settable_ctx_params_fn aead_settable_ctx_params;
-static OSSL_FUNC_cipher_gettable_params_fn aead_gettable_params;
 
 static void *aead_newctx(void *provctx, int alg, int slot)
 {
@@ -604,58 +603,6 @@ static int aead_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outs
 
 /* ---- parameters ---- */
 
-static int aead_get_params(const hwaf_alg *alg, OSSL_PARAM params[])
-{
-    OSSL_PARAM *p;
-
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL
-        && !OSSL_PARAM_set_uint(p, EVP_CIPH_GCM_MODE))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL
-        && !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL
-        && !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, alg->keylen))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL
-        && !OSSL_PARAM_set_size_t(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, HWAF_GCM_IV))
-        return 0;
-    return 1;
-}
-
-static const OSSL_PARAM aead_known_gettable_params[] = {
-    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
-    OSSL_PARAM_END
-};
-
-static const OSSL_PARAM *aead_gettable_params(void *provctx)
-{
-    return aead_known_gettable_params;
-}
-
 static int set_octets(OSSL_PARAM *p, const void *v, size_t len)
 {
     if (p->data_type == OSSL_PARAM_OCTET_PTR)
@@ -875,7 +822,7 @@ static const OSSL_PARAM *aead_settable_ctx_params(void *cctx, void *provctx)
         { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))aead_update },                  \
         { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))aead_final },                    \
         { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))aead_cipher },                  \
-        { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))aead_gettable_params }, \
+        { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))hwaf_cipher_gettable_params }, \
         { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))aead_get_ctx_params },  \
         { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))aead_set_ctx_params },  \
         { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                    \
@@ -889,7 +836,7 @@ static const OSSL_PARAM *aead_settable_ctx_params(void *cctx, void *provctx)
     static OSSL_FUNC_cipher_get_params_fn aget_params_##id;                        \
     static int aget_params_##id(OSSL_PARAM params[])                               \
     {                                                                              \
-        return aead_get_params(&hwaf_algs[HWAF_ALG_##id], params);                 \
+        return hwaf_cipher_alg_params(&hwaf_algs[HWAF_ALG_##id], params);                 \
     }                                                                              \
     AEAD_SLOT(id, 0) AEAD_SLOT(id, 1) AEAD_SLOT(id, 2) AEAD_SLOT(id, 3)
 

@@ -429,7 +429,6 @@ static OSSL_FUNC_cipher_cipher_fn cipher_cipher;
 static OSSL_FUNC_cipher_get_ctx_params_fn cipher_get_ctx_params;
 static OSSL_FUNC_cipher_set_ctx_params_fn cipher_set_ctx_params;
 static OSSL_FUNC_cipher_gettable_ctx_params_fn cipher_gettable_ctx_params;
-static OSSL_FUNC_cipher_gettable_params_fn cipher_gettable_params;
 
 static void *cipher_newctx(void *provctx, int alg, int slot)
 {
@@ -861,61 +860,6 @@ static int set_octets(OSSL_PARAM *p, const void *v, size_t len)
     return OSSL_PARAM_set_octet_string(p, v, len);
 }
 
-static int cipher_get_params(const hwaf_alg *alg, OSSL_PARAM params[])
-{
-    OSSL_PARAM *p;
-    unsigned int mode = alg->mode == HWAF_MODE_CBC ? EVP_CIPH_CBC_MODE
-                      : alg->mode == HWAF_MODE_CTR ? EVP_CIPH_CTR_MODE
-                      : EVP_CIPH_XTS_MODE;
-
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL
-        && !OSSL_PARAM_set_uint(p, mode))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL
-        && !OSSL_PARAM_set_int(p, alg->mode == HWAF_MODE_XTS))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL
-        && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, alg->keylen))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL
-        && !OSSL_PARAM_set_size_t(p, alg->blocklen))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, alg->ivlen))
-        return 0;
-    return 1;
-}
-
-static const OSSL_PARAM cipher_known_gettable_params[] = {
-    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
-    OSSL_PARAM_END
-};
-
-static const OSSL_PARAM *cipher_gettable_params(void *provctx)
-{
-    return cipher_known_gettable_params;
-}
-
 static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_cipher_ctx *ctx = vctx;
@@ -1081,7 +1025,7 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
     { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))cipher_update },                    \
     { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))cipher_final },                      \
     { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))cipher_cipher },                    \
-    { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))cipher_gettable_params },  \
+    { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))hwaf_cipher_gettable_params },  \
     { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))cipher_get_ctx_params },    \
     { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))cipher_set_ctx_params },    \
     { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                        \
@@ -1106,7 +1050,7 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
     static OSSL_FUNC_cipher_get_params_fn get_params_##id;                         \
     static int get_params_##id(OSSL_PARAM params[])                                \
     {                                                                              \
-        return cipher_get_params(&hwaf_algs[HWAF_ALG_##id], params);               \
+        return hwaf_cipher_alg_params(&hwaf_algs[HWAF_ALG_##id], params);               \
     }                                                                              \
     static OSSL_FUNC_cipher_settable_ctx_params_fn settable_##id;                  \
     static const OSSL_PARAM *settable_##id(void *cctx, void *provctx)              \

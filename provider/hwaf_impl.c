@@ -1,10 +1,13 @@
 /*
  * Shared implementation helpers, below the cipher and digest layers and
  * above the backends: a new algorithm context bound to its implementation,
- * and the parameters every context answers (hwaf-driver, hwaf-backend,
- * hwaf-hw, ...).
+ * the parameters every context answers (hwaf-driver, hwaf-backend,
+ * hwaf-hw, ...), and the algorithm parameters of every cipher (plain and
+ * AEAD).
  */
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/params.h>
 #include "hwaf_local.h"
 #include "hwaf_err.h"
@@ -66,4 +69,61 @@ int hwaf_offload_param(const hwaf_prov *prov, const OSSL_PARAM *p, int *offload)
     }
     *offload = v;
     return 1;
+}
+
+int hwaf_cipher_alg_params(const hwaf_alg *alg, OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+    unsigned int mode = alg->mode == HWAF_MODE_CBC ? EVP_CIPH_CBC_MODE
+                      : alg->mode == HWAF_MODE_CTR ? EVP_CIPH_CTR_MODE
+                      : alg->mode == HWAF_MODE_GCM ? EVP_CIPH_GCM_MODE
+                      : EVP_CIPH_XTS_MODE;
+    int aead = alg->mode == HWAF_MODE_GCM;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL
+        && !OSSL_PARAM_set_uint(p, mode))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL
+        && !OSSL_PARAM_set_int(p, aead))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL
+        && !OSSL_PARAM_set_int(p, aead || alg->mode == HWAF_MODE_XTS))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->keylen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->blocklen))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, alg->ivlen))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM cipher_known_gettable_params[] = {
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
+    OSSL_PARAM_END
+};
+
+const OSSL_PARAM *hwaf_cipher_gettable_params(void *provctx)
+{
+    return cipher_known_gettable_params;
 }

@@ -140,6 +140,10 @@ void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size);
 int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[]);
 /* HWAF_PARAM_OFFLOAD's value into *offload, range-checked (error raised). */
 int hwaf_offload_param(const hwaf_prov *prov, const OSSL_PARAM *p, int *offload);
+/* The algorithm parameters of a cipher, plain or AEAD (mode, aead,
+ * custom-iv, keylen, ivlen, blocksize, ...), and their gettable list. */
+int hwaf_cipher_alg_params(const hwaf_alg *alg, OSSL_PARAM params[]);
+OSSL_FUNC_cipher_gettable_params_fn hwaf_cipher_gettable_params;
 #define HWAF_IMPL_GETTABLE_PARAMS                           \
     OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, NULL, 0),     \
     OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, NULL, 0),    \
