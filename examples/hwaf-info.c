@@ -5,8 +5,12 @@
  * OpenSSL's default provider.  Exit status 0 only when hwaf offered at least
  * one algorithm and every check matched.
  *
- *   hwaf-info [-q]        (OPENSSL_MODULES must point at hwaf.so's folder
+ *   hwaf-info             (OPENSSL_MODULES must point at hwaf.so's folder
  *                          unless it is installed)
+ *   hwaf-info --calibrate [-o FILE] [--point-seconds S]
+ *                         measure the offload thresholds of size-aware
+ *                         dispatch and write the calibration file
+ *                         (hwaf-calibrate.c)
  *
  * OpenSSL's configuration file (OPENSSL_CONF or the default one) is read,
  * so a [hwaf_sect] there takes effect and its keys are shown as hwaf uses
@@ -22,6 +26,7 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 #include <hwaf/hwaf.h>
+#include "hwaf-calibrate.h"
 
 static const char *const ciphers[] = {
     "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "AES-128-CTR", "AES-192-CTR",
@@ -201,21 +206,43 @@ int main(int argc, char **argv)
 {
     OSSL_LIB_CTX *lib = OSSL_LIB_CTX_new();
     OSSL_PROVIDER *hwaf, *dflt;
-    const char *afalg = NULL, *devcrypto = NULL, *algs = NULL, *config = NULL;
-    char *cnf;
+    const char *afalg = NULL, *devcrypto = NULL, *algs = NULL, *config = NULL,
+        *thresholds = NULL, *outfile = NULL;
+    char *cnf, *end;
+    double budget = 0.005;
+    int calibrate = 0, a;
     uint64_t ops = 0, bytes = 0;
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&afalg, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, (char **)&devcrypto, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_ALGORITHMS, (char **)&algs, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_THRESHOLDS, (char **)&thresholds, 0),
         OSSL_PARAM_END
     };
     int checked = 0, failed = 0, hw;
     size_t i;
 
-    (void)argc;
-    (void)argv;
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--calibrate") == 0) {
+            calibrate = 1;
+        } else if (strcmp(argv[a], "-o") == 0 && a + 1 < argc) {
+            outfile = argv[++a];
+        } else if (strcmp(argv[a], "--point-seconds") == 0 && a + 1 < argc) {
+            budget = strtod(argv[++a], &end);
+            if (*end != '\0' || !(budget > 0 && budget <= 10)) {
+                fprintf(stderr, "hwaf-info: --point-seconds %s: expected 0 < S <= 10\n", argv[a]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: hwaf-info [--calibrate [-o FILE] [--point-seconds S]]\n");
+            return 2;
+        }
+    }
+    if (!calibrate && outfile != NULL) {
+        fprintf(stderr, "hwaf-info: -o goes with --calibrate\n");
+        return 2;
+    }
     for (i = 0; i < sizeof(sample); i++)
         sample[i] = (unsigned char)(i * 131 + 7);
     for (i = 0; i < sizeof(key); i++)
@@ -244,6 +271,16 @@ int main(int argc, char **argv)
         ERR_print_errors_fp(stderr);
         return 2;
     }
+    if (calibrate) {
+        int r;
+
+        printf("calibrating (policy throughput: wall clock; policy cpu: user+system CPU)\n");
+        r = hwaf_calibrate(lib, hwaf, outfile, budget);
+        OSSL_PROVIDER_unload(hwaf);
+        OSSL_PROVIDER_unload(dflt);
+        OSSL_LIB_CTX_free(lib);
+        return r;
+    }
     printf("hwaf backends\n  afalg:     %s\n  devcrypto: %s\n", afalg, devcrypto);
     printf("configuration in effect\n");
     for (const char *c = config; *c != '\0';) {
@@ -258,6 +295,14 @@ int main(int argc, char **argv)
     if (algs[0] == '\0')
         printf("  none\n");
     for (const char *l = algs; *l != '\0';) {
+        size_t n = strcspn(l, "\n");
+
+        printf("  %.*s\n", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+
+    printf("offload thresholds of size-aware dispatch\n");
+    for (const char *l = thresholds; *l != '\0';) {
         size_t n = strcspn(l, "\n");
 
         printf("  %.*s\n", (int)n, l);

@@ -81,7 +81,7 @@ typedef struct hwaf_impl_st {
 } hwaf_impl;
 
 /* Where a threshold came from (shown by hwaf-info and in buildinfo). */
-enum { HWAF_SRC_DEFAULT, HWAF_SRC_CONFIGURED, HWAF_SRC_CACHED, HWAF_SRC_MEASURED };
+enum { HWAF_SRC_DEFAULT, HWAF_SRC_CONFIGURED, HWAF_SRC_CACHED };
 
 typedef struct hwaf_be_cipher_st hwaf_be_cipher; /* opaque, backend-owned */
 typedef struct hwaf_be_md_st hwaf_be_md;         /* opaque, backend-owned */

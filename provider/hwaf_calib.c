@@ -1,5 +1,5 @@
 /*
- * Offload thresholds: the calibration file hwaf-calibrate writes, and the
+ * Offload thresholds: the calibration file hwaf-info --calibrate writes, and the
  * choice of each implementation's threshold at load -- configured, cached
  * (from the file), or the documented default.
  *
@@ -32,7 +32,6 @@ const char *const hwaf_src_names[] = {
     [HWAF_SRC_DEFAULT] = "default",
     [HWAF_SRC_CONFIGURED] = "configured",
     [HWAF_SRC_CACHED] = "cached",
-    [HWAF_SRC_MEASURED] = "measured",
 };
 
 static int parse_size(const char *v, size_t *out)

@@ -83,7 +83,7 @@ typedef struct hwaf_config_st {
 /*
  * Offload thresholds (hwaf_calib.c).  A calibration file holds, per
  * implementation, the smallest operation worth sending to the kernel under
- * each policy; hwaf-calibrate measures and writes it.
+ * each policy; hwaf-info --calibrate measures and writes it.
  */
 enum { HWAF_POLICY_THROUGHPUT = 0, HWAF_POLICY_CPU = 1 };
 typedef struct hwaf_calib_st hwaf_calib;

@@ -208,5 +208,54 @@ else
         $OPENSSL dgst -propquery "$HWYES" -sha512 "$tmp/plain"
 fi
 
+# Calibration: hwaf-info --calibrate measures the thresholds and writes the
+# file the configuration names; loaded with it, every implementation that
+# dispatch serves shows the written value of the policy in effect, as
+# source=cached.  (Timing figures themselves are not asserted: TCG.)
+if [ -n "${HWAF_INFO:-}" ]; then
+    cal=$tmp/calibration
+    for policy in throughput cpu; do
+        write_cnf "calibration = $cal
+offload_min = auto
+policy = $policy"
+        if [ "$policy" = throughput ]; then
+            OPENSSL_CONF=$tmp/openssl.cnf check "hwaf-info --calibrate writes the configured file" \
+                "$HWAF_INFO" --calibrate --point-seconds 0.002
+            grep -v '^#' "$cal" | sed -n '2,$p' >"$tmp/cal.lines"
+            head -n 1 "$cal" | grep -qx 'hwaf-calibration 1' && [ -s "$tmp/cal.lines" ] &&
+                ok "calibration file: header and $(wc -l <"$tmp/cal.lines") lines" ||
+                bad "calibration file malformed: $(head -c 300 "$cal")"
+            col=4
+        else
+            col=5
+        fi
+        OPENSSL_CONF=$tmp/openssl.cnf check "policy = $policy: hwaf-info with the calibration" "$HWAF_INFO"
+        cp "$tmp/out" "$tmp/info"
+        n=0
+        while read -r name be drv thr cpu; do
+            want=$thr
+            [ $col = 5 ] && want=$cpu
+            if grep -qF "  $name $be $drv offload_min=$want source=cached" "$tmp/info"; then
+                n=$((n + 1))
+            else
+                bad "policy = $policy: $name $be $drv: not offload_min=$want source=cached"
+                grep -F " $name $be $drv offload_min=" "$tmp/info" | sed 's/^/      /'
+            fi
+        done <"$tmp/cal.lines"
+        ok "policy = $policy: $n implementations use the calibrated threshold (source=cached)"
+        grep -q "policy=$policy" "$tmp/info" && ok "policy = $policy shown" || bad "policy = $policy not shown"
+    done
+    # Every implementation dispatch serves got a line.
+    for name in AES-128-CBC AES-128-CTR AES-256-XTS SHA2-256; do
+        grep -q "^$name " "$tmp/cal.lines" && ok "calibrated: $name" || bad "no calibration line for $name"
+    done
+    # A malformed file refuses the load, naming the file and line.
+    printf 'hwaf-calibration 1\nAES-128-CBC afalg x 12kb never\n' >"$cal"
+    write_cnf "calibration = $cal"
+    OPENSSL_CONF=$tmp/openssl.cnf $OPENSSL list -providers >"$tmp/out" 2>"$tmp/err"
+    grep -q "$cal:2" "$tmp/err" "$tmp/out" && ok "malformed calibration: error names $cal:2" ||
+        bad "malformed calibration: no error naming $cal:2 ($(head -c 300 "$tmp/err"))"
+fi
+
 echo "# $passes passed, $fails failed"
 [ $fails = 0 ]

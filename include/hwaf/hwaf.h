@@ -75,7 +75,7 @@
 /*
  * One line per offered implementation, in the order of hwaf-algorithms:
  *   "<OpenSSL name> <backend> <kernel driver> offload_min=<bytes|never>
- *    source=<measured|cached|configured|default>\n"
+ *    source=<cached|configured|default>\n"
  * plus a first line "policy=<throughput|cpu>\n".
  */
 #define HWAF_PARAM_THRESHOLDS "hwaf-thresholds"             /* utf8 string */
