@@ -234,6 +234,8 @@ struct hwaf_prov_st;
 void hwaf_sandbox_init(void);
 void hwaf_sandbox_forked(void); /* in a child, from hwaf_fork.c */
 int hwaf_sandbox_allows(const struct hwaf_prov_st *prov);
+/* The same question without raising or counting: 1 when barred. */
+int hwaf_sandbox_barred(void);
 uint64_t hwaf_sandbox_refusals(void);
 unsigned long hwaf_sandbox_refusals_here(void); /* by the calling thread */
 /* The per-process record under $HWAF_STATS (hwaf_stats.c): read the

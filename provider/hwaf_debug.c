@@ -6,17 +6,28 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "hwaf_debug.h"
 
 int hwaf_debug_level = -1;
 static FILE *debug_out;
+static int debug_regular = 1; /* debug_out is a regular file (or unknown) */
+static int debug_quiet;  /* lines would kill the process: drop them */
 static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
+
+static void note_regular(void)
+{
+    struct stat st;
+
+    debug_regular = fstat(fileno(debug_out), &st) != 0 || S_ISREG(st.st_mode);
+}
 
 static void debug_setup(void)
 {
     const char *env = getenv("HWAF_DEBUG");
 
     debug_out = stderr;
+    note_regular();
     if (env == NULL || *env == '\0' || strcmp(env, "0") == 0) {
         if (hwaf_debug_level < 0)
             hwaf_debug_level = 0;
@@ -30,12 +41,25 @@ static void debug_setup(void)
             debug_out = f;
         }
     }
+    note_regular();
     hwaf_debug_level = 1;
 }
 
 void hwaf_debug_init(void)
 {
     pthread_once(&debug_once, debug_setup);
+}
+
+/*
+ * A seccomp sandbox was installed (hwaf_sandbox.c): OpenSSH's also sets
+ * RLIMIT_FSIZE to 0, so a line written to a regular file would kill the
+ * process with SIGXFSZ.  Lines to a pipe or terminal go on (what the log
+ * is was looked at when it was set up: the sandbox refuses fstat()).
+ */
+void hwaf_debug_sandboxed(void)
+{
+    if (debug_regular)
+        __atomic_store_n(&debug_quiet, 1, __ATOMIC_RELAXED);
 }
 
 void hwaf_debug_enable(void)
@@ -54,6 +78,8 @@ void hwaf_debug_log(const char *file, int line, const char *func,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (__atomic_load_n(&debug_quiet, __ATOMIC_RELAXED))
+        return;
     clock_gettime(CLOCK_REALTIME, &ts);
     fprintf(debug_out, "[hwaf %ld.%06ld %d] %s:%d %s(): %s\n",
             (long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), file, line,

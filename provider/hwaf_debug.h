@@ -9,6 +9,8 @@
 extern int hwaf_debug_level;  /* -1 not read yet, 0 off, 1 on */
 void hwaf_debug_init(void);
 void hwaf_debug_enable(void);
+/* A sandbox was installed: stop writing when the log is a regular file. */
+void hwaf_debug_sandboxed(void);
 void hwaf_debug_log(const char *file, int line, const char *func,
                     const char *fmt, ...)
 #if defined(__GNUC__)

@@ -98,40 +98,47 @@ void hwaf_sandbox_forked(void)
     proc_fd = base_mode >= 0 ? open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 }
 
-int hwaf_sandbox_allows(const struct hwaf_prov_st *prov)
+int hwaf_sandbox_barred(void)
 {
     unsigned int gen = __atomic_load_n(&hwaf_fork_generation, __ATOMIC_RELAXED);
     uint64_t now;
     int mode, filters, err, st;
 
-    if (!__atomic_load_n(&barred, __ATOMIC_RELAXED)) {
-        now = now_ns();
-        if (gen == 0 && __atomic_load_n(&checked, __ATOMIC_ACQUIRE)
-            && now - checked_ns < RECHECK_NS)
-            return 1;
-        st = read_state(&mode, &filters, &err);
-        if (st == STATE_DENIED
-            || (st == STATE_READ
-                && ((base_mode >= 0 && mode > base_mode)
-                    || (base_filters >= 0 && filters > base_filters)))) {
-            if (st == STATE_DENIED)
-                HWAF_DEBUG("sandbox: /proc/self/status refused (%s): a seccomp filter "
-                           "was installed after load; kernel calls stop here", strerror(err));
-            else
-                HWAF_DEBUG("sandbox: seccomp mode %d, %d filters (at load %d, %d): "
-                           "kernel calls stop here", mode, filters, base_mode, base_filters);
-            __atomic_store_n(&barred, 1, __ATOMIC_RELAXED);
-        } else {
-            if (st == STATE_UNKNOWN || !checked || checked_gen != gen)
-                HWAF_DEBUG("sandbox: %s (seccomp mode %d, %d filters): kernel calls go on",
-                           st == STATE_UNKNOWN ? "state unknown" : "checked after fork",
-                           mode, filters);
-            checked_gen = gen;
-            checked_ns = now;
-            __atomic_store_n(&checked, 1, __ATOMIC_RELEASE);
-            return 1;
-        }
+    if (__atomic_load_n(&barred, __ATOMIC_RELAXED))
+        return 1;
+    now = now_ns();
+    if (gen == 0 && __atomic_load_n(&checked, __ATOMIC_ACQUIRE)
+        && now - checked_ns < RECHECK_NS)
+        return 0;
+    st = read_state(&mode, &filters, &err);
+    if (st == STATE_DENIED
+        || (st == STATE_READ
+            && ((base_mode >= 0 && mode > base_mode)
+                || (base_filters >= 0 && filters > base_filters)))) {
+        if (st == STATE_DENIED)
+            HWAF_DEBUG("sandbox: /proc/self/status refused (%s): a seccomp filter "
+                       "was installed after load; kernel calls stop here", strerror(err));
+        else
+            HWAF_DEBUG("sandbox: seccomp mode %d, %d filters (at load %d, %d): "
+                       "kernel calls stop here", mode, filters, base_mode, base_filters);
+        __atomic_store_n(&barred, 1, __ATOMIC_RELAXED);
+        hwaf_debug_sandboxed();
+        return 1;
     }
+    if (st == STATE_UNKNOWN || !checked || checked_gen != gen)
+        HWAF_DEBUG("sandbox: %s (seccomp mode %d, %d filters): kernel calls go on",
+                   st == STATE_UNKNOWN ? "state unknown" : "checked after fork",
+                   mode, filters);
+    checked_gen = gen;
+    checked_ns = now;
+    __atomic_store_n(&checked, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int hwaf_sandbox_allows(const struct hwaf_prov_st *prov)
+{
+    if (!hwaf_sandbox_barred())
+        return 1;
     __atomic_add_fetch(&refusals, 1, __ATOMIC_RELAXED);
     refusals_here++;
     HWAF_RAISE(prov, HWAF_R_SANDBOXED, NULL);

@@ -8,8 +8,12 @@
  * provider unloads).  Processes that end with _exit() (sshd's children) or
  * are killed lose at most the last step.  A child after fork() counts from
  * zero in its own file; the parameters keep counting since the module was
- * loaded.  docs/config.md documents the format.  Also the count of system
- * calls that failed for want of resources (hwaf_sys.h).
+ * loaded.  A process that installed a seccomp filter after hwaf loaded
+ * (hwaf_sandbox.c) writes nothing more: OpenSSH's pre-authentication child
+ * is killed for pwrite() and ftruncate(), and for any write to a regular
+ * file (RLIMIT_FSIZE 0: SIGXFSZ).  docs/config.md documents the format.
+ * Also the count of system calls that failed for want of resources
+ * (hwaf_sys.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,37 +44,49 @@ static uint64_t record_base_ops[HWAF_BE_COUNT], record_base_bytes[HWAF_BE_COUNT]
 static uint64_t record_base_spliced;
 static uint64_t record_next_ops, record_next_bytes; /* totals that trigger a write */
 
+static uint64_t stat_soft_ops, stat_soft_bytes;
+static uint64_t record_base_soft_ops, record_base_soft_bytes;
+static uint64_t record_base_fallbacks[HWAF_FALLBACK_COUNT];
+
+/* Work of every backend and of the software path: what triggers a write. */
 static void totals(uint64_t *ops, uint64_t *bytes)
 {
     int be;
 
-    *ops = *bytes = 0;
+    *ops = __atomic_load_n(&stat_soft_ops, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&stat_soft_bytes, __ATOMIC_RELAXED);
     for (be = 0; be < HWAF_BE_COUNT; be++) {
         *ops += __atomic_load_n(&stat_ops[be], __ATOMIC_RELAXED);
         *bytes += __atomic_load_n(&stat_bytes[be], __ATOMIC_RELAXED);
     }
 }
 
+/* This process's file, fresh (a descriptor inherited across fork() is the
+ * parent's file, closed only in this copy). */
+static void record_open(void)
+{
+    char path[PATH_MAX];
+
+    if (record_fd >= 0)
+        close(record_fd);
+    record_pid = getpid();
+    snprintf(path, sizeof(path), "%s/hwaf-stats.%s.%d", record_dir,
+             program_invocation_short_name, (int)record_pid);
+    record_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (record_fd < 0)
+        HWAF_DEBUG("stats: cannot write %s: %s", path, strerror(errno));
+}
+
 static void record_write_locked(void)
 {
-    uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT], tops, tbytes;
+    uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT], tops, tbytes, sops, sbytes;
     char line[512];
     int be, n;
 
-    if (record_pid != getpid()) {
-        /* First record of this process: a fresh file (a descriptor inherited
-         * across fork() is the parent's file, closed only in this copy). */
-        char path[PATH_MAX];
-
-        if (record_fd >= 0)
-            close(record_fd);
-        record_pid = getpid();
-        snprintf(path, sizeof(path), "%s/hwaf-stats.%s.%d", record_dir,
-                 program_invocation_short_name, (int)record_pid);
-        record_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (record_fd < 0)
-            HWAF_DEBUG("stats: cannot write %s: %s", path, strerror(errno));
-    }
+    if (hwaf_sandbox_barred())
+        return;
+    if (record_pid != getpid())
+        record_open();
     totals(&tops, &tbytes);
     record_next_ops = tops + RECORD_OPS_STEP;
     record_next_bytes = tbytes + RECORD_BYTES_STEP;
@@ -81,17 +97,25 @@ static void record_write_locked(void)
         ops[be] -= record_base_ops[be];
         bytes[be] -= record_base_bytes[be];
     }
+    hwaf_stats_get_soft(&sops, &sbytes);
     n = snprintf(line, sizeof(line),
                  "pid=%d prog=%s afalg_ops=%llu afalg_bytes=%llu "
                  "devcrypto_ops=%llu devcrypto_bytes=%llu afalg_spliced_bytes=%llu "
-                 "sandbox_refusals=%llu\n",
+                 "software_ops=%llu software_bytes=%llu "
+                 "sandbox_refusals=%llu fallbacks_descriptors=%llu fallbacks_sandbox=%llu\n",
                  (int)record_pid, program_invocation_short_name,
                  (unsigned long long)ops[HWAF_BE_AFALG], (unsigned long long)bytes[HWAF_BE_AFALG],
                  (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
                  (unsigned long long)bytes[HWAF_BE_DEVCRYPTO],
                  (unsigned long long)(hwaf_stats_spliced() - record_base_spliced),
-                 (unsigned long long)hwaf_sandbox_refusals());
-    if (n > 0 && pwrite(record_fd, line, (size_t)n, 0) == n)
+                 (unsigned long long)(sops - record_base_soft_ops),
+                 (unsigned long long)(sbytes - record_base_soft_bytes),
+                 (unsigned long long)hwaf_sandbox_refusals(),
+                 (unsigned long long)(hwaf_stats_fallbacks(HWAF_FALLBACK_DESCRIPTORS)
+                                      - record_base_fallbacks[HWAF_FALLBACK_DESCRIPTORS]),
+                 (unsigned long long)(hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX)
+                                      - record_base_fallbacks[HWAF_FALLBACK_SANDBOX]));
+    if (n > 0 && n < (int)sizeof(line) && pwrite(record_fd, line, (size_t)n, 0) == n)
         (void)ftruncate(record_fd, n);
 }
 
@@ -129,7 +153,10 @@ void hwaf_stats_forked(void)
     pthread_mutex_init(&record_lock, NULL);
     for (be = 0; be < HWAF_BE_COUNT; be++)
         hwaf_stats_get(be, &record_base_ops[be], &record_base_bytes[be]);
+    hwaf_stats_get_soft(&record_base_soft_ops, &record_base_soft_bytes);
     record_base_spliced = hwaf_stats_spliced();
+    for (be = 0; be < HWAF_FALLBACK_COUNT; be++)
+        record_base_fallbacks[be] = hwaf_stats_fallbacks(be);
     record_next_ops = record_next_bytes = 0; /* the first operation writes */
 }
 
@@ -198,12 +225,12 @@ int hwaf_sys_transient_errno(void)
     return sys_transient_errno;
 }
 
-static uint64_t stat_soft_ops, stat_soft_bytes;
-
 void hwaf_stats_add_soft(size_t bytes)
 {
     __atomic_add_fetch(&stat_soft_ops, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&stat_soft_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+    if (record_on)
+        record_maybe();
 }
 
 static uint64_t stat_fallbacks[HWAF_FALLBACK_COUNT];
