@@ -102,17 +102,30 @@ with() {
     return $_rc
 }
 
-# hwaf_bytes LABEL [PROG]: bytes hwaf handed to the kernel in the processes
-# of run LABEL (only those of program PROG when given), all backends.
-hwaf_bytes() {
-    cat "$tmp/stats.$1"/hwaf-stats.${2:-*}.* 2>/dev/null | awk '
-        { for (i = 1; i <= NF; i++) { split($i, kv, "=");
-            if (kv[1] == "afalg_bytes" || kv[1] == "devcrypto_bytes") s += kv[2] } }
+# records LABEL [PROG]: the current line of each process's record of run
+# LABEL (only program PROG's when given).  A record's last line is the
+# current one: a sandboxed process appends (docs/config.md).
+records() {
+    for _f in "$tmp/stats.$1"/hwaf-stats.${2:-*}.*; do
+        [ -s "$_f" ] && tail -n 1 "$_f"
+    done 2>/dev/null
+}
+# hwaf_sum LABEL PROG FIELD...: the sum of these fields over the records of
+# run LABEL (PROG empty: every program).
+hwaf_sum() {
+    _l=$1 _p=$2
+    shift 2
+    records "$_l" "$_p" | awk -v fields="$*" '
+        BEGIN { n = split(fields, want, " "); for (i = 1; i <= n; i++) w[want[i]] = 1 }
+        { for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] in w) s += kv[2] } }
         END { printf "%.0f\n", s }'
 }
+# hwaf_bytes LABEL [PROG]: bytes hwaf handed to the kernel in the processes
+# of run LABEL (only those of program PROG when given), all backends.
+hwaf_bytes() { hwaf_sum "$1" "${2:-}" afalg_bytes devcrypto_bytes; }
 # hwaf_procs LABEL [PROG]: how many processes of run LABEL handed work to hwaf.
 hwaf_procs() {
-    cat "$tmp/stats.$1"/hwaf-stats.${2:-*}.* 2>/dev/null | awk '
+    records "$1" "${2:-}" | awk '
         { for (i = 1; i <= NF; i++) { split($i, kv, "=");
             if ((kv[1] == "afalg_bytes" || kv[1] == "devcrypto_bytes") && kv[2] > 0) { n++; break } } }
         END { print n + 0 }'
