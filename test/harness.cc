@@ -12,6 +12,7 @@
 #include <linux/if_alg.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -681,6 +682,62 @@ static std::string auto_filter()
 
 } // namespace hwaf_test
 
+/*
+ * libcrypto 3.x gives every provider object it creates an error library
+ * number of its own, and an error code has 8 bits for it: once a process has
+ * created about 128 provider objects (each test's library context loads hwaf
+ * and default), the numbers wrap and provider errors lose their reason
+ * strings or take another library's.  Real applications load a handful; the
+ * suite loads hundreds.  So the selected tests run in several processes, one
+ * after another, each creating fewer than that (googletest's sharding, one
+ * shard per child).  HWAF_TEST_SHARDS sets their number (1: one process).
+ */
+static const int TESTS_PER_PROCESS = 40;
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    fprintf(stderr, "hwaf-tests: a shard ended by signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return 1;
+}
+
+/* Returns -1 in a child (run the tests there), else the combined exit code. */
+static int run_in_shards()
+{
+    if (getenv("GTEST_TOTAL_SHARDS") != nullptr || ::testing::GTEST_FLAG(list_tests))
+        return -1;
+    const char *e = getenv("HWAF_TEST_SHARDS");
+    int total = ::testing::UnitTest::GetInstance()->total_test_count();
+    int n = e != nullptr ? atoi(e) : (total + TESTS_PER_PROCESS - 1) / TESTS_PER_PROCESS;
+    if (n <= 1)
+        return -1;
+    int worst = 0;
+    for (int i = 0; i < n; i++) {
+        fflush(nullptr);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("hwaf-tests: fork");
+            return 1;
+        }
+        if (pid == 0) {
+            setenv("GTEST_TOTAL_SHARDS", std::to_string(n).c_str(), 1);
+            setenv("GTEST_SHARD_INDEX", std::to_string(i).c_str(), 1);
+            return -1;
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        int rc = exit_code_of(status);
+        fprintf(stderr, "hwaf-tests: shard %d of %d: exit %d\n", i + 1, n, rc);
+        if (rc != 0 && rc != 77)
+            worst = 1;
+        else if (rc == 77 && worst == 0)
+            worst = 77;
+    }
+    return worst;
+}
+
 int main(int argc, char **argv)
 {
     using namespace hwaf_test;
@@ -704,6 +761,9 @@ int main(int argc, char **argv)
                           : (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
     fprintf(stderr, "hwaf-tests: seed %llu (HWAF_TEST_SEED=%llu reproduces), module dir %s, query '%s'\n",
             (unsigned long long)g_seed, (unsigned long long)g_seed, module_dir(), hwaf_query().c_str());
+    int sharded = run_in_shards();
+    if (sharded >= 0)
+        return sharded;
     ::testing::AddGlobalTestEnvironment(new WarmUp);
     ::testing::UnitTest::GetInstance()->listeners().Append(new FdLeakListener);
     int rc = RUN_ALL_TESTS();
