@@ -3,10 +3,13 @@
 #   hwaf_add_kernel_test(NAME <name> COMMAND <cmd> [args...]
 #                        [KERNELS 6.1 6.12] [VIRTIO_CRYPTO] [NO_CRYPTO_USER]
 #                        [TIMEOUT secs] [ENVIRONMENT k=v ...]
-#                        [WORKING_DIRECTORY dir] [RW dir ...] [LABELS l ...])
+#                        [WORKING_DIRECTORY dir] [RW dir ...] [LABELS l ...]
+#                        [ARCH arm64|armhf])
 #
 # adds one test per kernel line, named <name>.<line>[.virtio], labelled
 # "kernel" (plus "kernel-<line>", and "virtio-crypto" with VIRTIO_CRYPTO).
+# ARCH boots the ARM guest of that architecture (labels "arm" and <arch>;
+# fixture guest.fetch-<arch>: its kernels and Debian root).
 # Each runs tools/guest/kernel-test, which decides when the test runs:
 # natively with HWAF_GUEST=0 when the host kernel serves AF_ALG (probed at
 # test time), else inside the QEMU guest (tools/guest/run) with the build
@@ -37,7 +40,7 @@ endfunction()
 
 function(hwaf_add_kernel_test)
   cmake_parse_arguments(KT "VIRTIO_CRYPTO;NO_CRYPTO_USER"
-    "NAME;TIMEOUT;WORKING_DIRECTORY" "COMMAND;KERNELS;ENVIRONMENT;RW;LABELS" ${ARGN})
+    "NAME;TIMEOUT;WORKING_DIRECTORY;ARCH" "COMMAND;KERNELS;ENVIRONMENT;RW;LABELS" ${ARGN})
   if(NOT KT_NAME OR NOT KT_COMMAND)
     message(FATAL_ERROR "hwaf_add_kernel_test: NAME and COMMAND are required")
   endif()
@@ -80,7 +83,23 @@ function(hwaf_add_kernel_test)
     list(APPEND opts --env ${e})
   endforeach()
 
-  _hwaf_guest_fetch_fixture()
+  set(fixture hwaf_guest_kernels)
+  if(KT_ARCH)
+    if(NOT KT_ARCH MATCHES "^(arm64|armhf)$")
+      message(FATAL_ERROR "hwaf_add_kernel_test(${KT_NAME}): unknown ARCH '${KT_ARCH}' (arm64 or armhf)")
+    endif()
+    list(APPEND opts --arch ${KT_ARCH})
+    list(APPEND labels arm ${KT_ARCH})
+    set(fixture hwaf_guest_${KT_ARCH})
+    if(NOT TEST guest.fetch-${KT_ARCH})
+      add_test(NAME guest.fetch-${KT_ARCH}
+               COMMAND ${HWAF_GUEST_TOOLS}/kernel-test --fetch --arch ${KT_ARCH})
+      set_tests_properties(guest.fetch-${KT_ARCH} PROPERTIES
+        FIXTURES_SETUP ${fixture} LABELS "kernel;arm;${KT_ARCH}" TIMEOUT 1800)
+    endif()
+  else()
+    _hwaf_guest_fetch_fixture()
+  endif()
   # ctest's own limit leaves the guest time to report its own timeout.
   math(EXPR ctest_timeout "${KT_TIMEOUT} + 120")
   foreach(k IN LISTS KT_KERNELS)
@@ -93,7 +112,7 @@ function(hwaf_add_kernel_test)
              WORKING_DIRECTORY ${KT_WORKING_DIRECTORY})
     set_tests_properties(${name} PROPERTIES
       LABELS "${labels};kernel-${k}"
-      FIXTURES_REQUIRED hwaf_guest_kernels
+      FIXTURES_REQUIRED ${fixture}
       TIMEOUT ${ctest_timeout})
   endforeach()
 endfunction()

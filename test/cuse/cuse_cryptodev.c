@@ -35,6 +35,7 @@
 #define FUSE_USE_VERSION 31
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,7 +505,7 @@ static int mixed_pages(pid_t pid, uintptr_t p, size_t len)
     if (m == NULL)
         return 0;
     while (at < end && fgets(line, sizeof(line), m) != NULL) {
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= at)
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &lo, &hi, perms) != 3 || hi <= at)
             continue;
         if (lo > at)
             break;            /* a hole: not mapped at all */

@@ -1,0 +1,221 @@
+/*
+ * Limits where 32-bit arithmetic breaks: each against the default provider,
+ * in one update, on every architecture (the same tests run on x86-64, arm64
+ * and armhf).
+ *
+ *   Limits.CtrCounterWraps      the 128-bit CTR counter carries out of its
+ *                               low 32 bits, out of its low 64 bits and
+ *                               wraps to zero, each inside one update and
+ *                               past the points where hwaf splits a request
+ *   Limits.XtsLargestDataUnit   an AES-128-XTS data unit of 2^20 blocks (the
+ *                               largest IEEE 1619 and OpenSSL allow) and of
+ *                               2^20 - 1 blocks plus a stolen tail; one more
+ *                               block is refused, as by the default provider
+ *   Limits.DigestOver2GiB       one EVP_DigestUpdate of more than 2^31 bytes
+ *                               (2^31 + 2^20 + 13) where the address space
+ *                               holds it: the buffer is one 1 MiB page set
+ *                               mapped again and again, so it costs 1 MiB of
+ *                               memory.  A 32-bit process maps the largest
+ *                               such buffer it can (at least 1 GiB) and says
+ *                               how large it was.  (A cipher update takes an
+ *                               int length: 2^31 - 1 bytes at most, through
+ *                               EVP itself, not hwaf.)
+ */
+#include "hwaf_test.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+
+using namespace hwaf_test;
+
+namespace {
+
+class Limits : public KernelTest {
+protected:
+    /* One update of in through c (encrypt), or false. */
+    static bool one_update(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Bytes &in, Bytes *out)
+    {
+        CtxPtr ctx(EVP_CIPHER_CTX_new());
+        out->assign(in.size() + 32, 0);
+        int l1 = 0, l2 = 0;
+        if (!EVP_EncryptInit_ex2(ctx.get(), c, key.data(), iv.data(), nullptr) ||
+            !EVP_EncryptUpdate(ctx.get(), out->data(), &l1, in.data(), (int)in.size()) ||
+            !EVP_EncryptFinal_ex(ctx.get(), out->data() + l1, &l2))
+            return false;
+        out->resize((size_t)(l1 + l2));
+        return true;
+    }
+};
+
+/* A read-only buffer of len bytes whose every 1 MiB is the same pages:
+ * a memfd of 1 MiB mapped over and over.  Empty when it cannot be mapped. */
+struct RepeatedBuffer {
+    static constexpr size_t kPiece = 1 << 20;
+    unsigned char *p = nullptr;
+    size_t len = 0, mapped = 0;
+    Bytes piece;
+
+    RepeatedBuffer(size_t want, const Bytes &one_piece) : piece(one_piece)
+    {
+        int fd = memfd_create("hwaf-limits", 0);
+        if (fd < 0)
+            return;
+        if (write(fd, piece.data(), kPiece) != (ssize_t)kPiece) {
+            close(fd);
+            return;
+        }
+        size_t pieces = (want + kPiece - 1) / kPiece;
+        void *base = mmap(nullptr, pieces * kPiece, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED) {
+            close(fd);
+            return;
+        }
+        for (size_t i = 0; i < pieces; i++) {
+            void *at = (unsigned char *)base + i * kPiece;
+            if (mmap(at, kPiece, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+                munmap(base, pieces * kPiece);
+                close(fd);
+                return;
+            }
+        }
+        close(fd);
+        p = (unsigned char *)base;
+        mapped = pieces * kPiece;
+        len = want;
+    }
+    ~RepeatedBuffer()
+    {
+        if (p != nullptr)
+            munmap(p, mapped);
+    }
+};
+
+} // namespace
+
+TEST_F(Limits, CtrCounterWraps)
+{
+    CipherPtr h, d;
+    need_cipher("AES-128-CTR", &h, &d);
+    if (!h)
+        return;
+    Bytes key = random_bytes(16);
+    /* 1.25 MiB + 7 bytes: several kernel requests and not whole blocks. */
+    Bytes in = random_bytes((1280 << 10) + 7);
+    const size_t blocks = in.size() / 16;
+    struct Case {
+        const char *what;
+        int low_bytes;   /* counter bytes (from the end) set just below the wrap */
+        size_t before;   /* blocks before the carry */
+    };
+    const Case cases[] = {
+        {"low 32 bits carry after 1 block", 4, 1},
+        {"low 32 bits carry after 70000 blocks", 4, 70000},
+        {"low 64 bits carry after 4097 blocks", 8, 4097},
+        {"low 64 bits carry after 38000 blocks", 8, 38000},
+        {"all 128 bits wrap after 5 blocks", 16, 5},
+        {"all 128 bits wrap before the last block", 16, blocks - 1},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.what);
+        ASSERT_LT(c.before, blocks);
+        Bytes iv = random_bytes(16);
+        /* The low bytes hold 2^(8*low_bytes) - before: the carry out of
+         * them comes after exactly `before` blocks. */
+        uint64_t v = (uint64_t)0 - (uint64_t)c.before; /* 2^64 - before */
+        for (int i = 0; i < c.low_bytes; i++) {
+            unsigned char b = i < 8 ? (unsigned char)(v >> (8 * i)) : 0xff;
+            iv[15 - i] = b;
+        }
+        if (c.low_bytes < 16)
+            iv[15 - c.low_bytes] = 0x7e; /* the carry into the next byte shows */
+        Bytes got, want;
+        ASSERT_TRUE(one_update(d.get(), key, iv, in, &want));
+        ASSERT_TRUE(one_update(h.get(), key, iv, in, &got)) << error_queue_text();
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_TRUE(got == want) << "hwaf differs from the default provider; iv " << tohex(iv);
+    }
+}
+
+TEST_F(Limits, XtsLargestDataUnit)
+{
+    /* One key size: the data-unit arithmetic does not depend on it, and
+     * 16 MiB units cost ~20 s of TCG time each way. */
+    for (const char *name : {"AES-128-XTS"}) {
+        SCOPED_TRACE(name);
+        CipherPtr h, d;
+        need_cipher(name, &h, &d);
+        if (!h)
+            return;
+        const size_t klen = (size_t)EVP_CIPHER_get_key_length(d.get());
+        Bytes key = random_bytes(klen);
+        while (std::equal(key.begin(), key.begin() + klen / 2, key.begin() + klen / 2))
+            key = random_bytes(klen);
+        Bytes iv = random_bytes(16);
+        const size_t max = (size_t)16 << 20; /* 2^20 blocks */
+        for (size_t len : {max, max - 16 - 9}) {
+            SCOPED_TRACE("data unit of " + std::to_string(len) + " bytes");
+            Bytes in = random_bytes(len), got, want;
+            ASSERT_TRUE(one_update(d.get(), key, iv, in, &want));
+            ASSERT_TRUE(one_update(h.get(), key, iv, in, &got)) << error_queue_text();
+            ASSERT_EQ(got.size(), want.size());
+            EXPECT_TRUE(got == want) << "hwaf differs from the default provider";
+            Bytes back;
+            CtxPtr ctx(EVP_CIPHER_CTX_new());
+            back.assign(len, 0);
+            int l = 0;
+            ASSERT_TRUE(EVP_DecryptInit_ex2(ctx.get(), h.get(), key.data(), iv.data(), nullptr));
+            ASSERT_TRUE(EVP_DecryptUpdate(ctx.get(), back.data(), &l, got.data(), (int)got.size()));
+            EXPECT_TRUE(back == in) << "decryption does not give the plaintext back";
+        }
+        /* One block more than a data unit may have: refused by both. */
+        Bytes in = random_bytes(max + 16), out(max + 48);
+        for (const EVP_CIPHER *c : {d.get(), h.get()}) {
+            CtxPtr ctx(EVP_CIPHER_CTX_new());
+            int l = 0;
+            ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), c, key.data(), iv.data(), nullptr));
+            EXPECT_FALSE(EVP_EncryptUpdate(ctx.get(), out.data(), &l, in.data(), (int)in.size()))
+                << OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c)) << ": a data unit of 2^20 + 1 blocks was accepted";
+            ERR_clear_error();
+        }
+    }
+}
+
+TEST_F(Limits, DigestOver2GiB)
+{
+    MdPtr h, d;
+    need_md("SHA1", &h, &d);
+    if (!h)
+        return;
+    size_t want = sizeof(size_t) > 4 ? ((size_t)1 << 31) + ((size_t)1 << 20) + 13 : (size_t)3 << 30;
+    const Bytes piece = random_bytes(RepeatedBuffer::kPiece);
+    std::unique_ptr<RepeatedBuffer> buf;
+    /* A 32-bit process: the largest that fits, down to 1 GiB. */
+    for (;;) {
+        buf.reset(new RepeatedBuffer(want, piece));
+        if (buf->p != nullptr || want <= ((size_t)1 << 30))
+            break;
+        want -= (size_t)256 << 20;
+    }
+    ASSERT_NE(buf->p, nullptr) << "cannot map a buffer of " << want << " bytes";
+    if (sizeof(size_t) > 4) {
+        ASSERT_GT(buf->len, (size_t)1 << 31);
+    }
+    fprintf(stderr, "hwaf-tests: one digest update of %zu bytes (%s)\n", buf->len,
+            buf->len > ((size_t)1 << 31) ? "over 2^31" : "the largest this address space maps");
+    /* The mapping repeats: its first and last pieces are the same bytes. */
+    ASSERT_EQ(memcmp(buf->p, buf->p + buf->mapped - RepeatedBuffer::kPiece, RepeatedBuffer::kPiece), 0);
+    Bytes got, ref;
+    for (const EVP_MD *m : {d.get(), h.get()}) {
+        MdCtxPtr ctx(EVP_MD_CTX_new());
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        ASSERT_TRUE(EVP_DigestInit_ex2(ctx.get(), m, nullptr));
+        ASSERT_TRUE(EVP_DigestUpdate(ctx.get(), buf->p, buf->len)) << error_queue_text();
+        ASSERT_TRUE(EVP_DigestFinal_ex(ctx.get(), md, &n)) << error_queue_text();
+        (m == d.get() ? ref : got).assign(md, md + n);
+    }
+    EXPECT_EQ(tohex(got), tohex(ref)) << "hwaf differs from the default provider over " << buf->len << " bytes";
+}
