@@ -207,7 +207,7 @@ int main(int argc, char **argv)
     OSSL_LIB_CTX *lib = OSSL_LIB_CTX_new();
     OSSL_PROVIDER *hwaf, *dflt;
     const char *afalg = NULL, *devcrypto = NULL, *algs = NULL, *config = NULL,
-        *thresholds = NULL, *outfile = NULL;
+        *thresholds = NULL, *outfile = NULL, *reqmax = NULL;
     char *cnf, *end;
     double budget = 0.005;
     int calibrate = 0, a;
@@ -218,6 +218,7 @@ int main(int argc, char **argv)
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_ALGORITHMS, (char **)&algs, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_THRESHOLDS, (char **)&thresholds, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_REQUEST_MAX, (char **)&reqmax, 0),
         OSSL_PARAM_END
     };
     int checked = 0, failed = 0, hw;
@@ -295,6 +296,13 @@ int main(int argc, char **argv)
     if (algs[0] == '\0')
         printf("  none\n");
     for (const char *l = algs; *l != '\0';) {
+        size_t n = strcspn(l, "\n");
+
+        printf("  %.*s\n", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+    printf("largest kernel request per implementation (request_max)\n");
+    for (const char *l = reqmax != NULL ? reqmax : ""; *l != '\0';) {
         size_t n = strcspn(l, "\n");
 
         printf("  %.*s\n", (int)n, l);

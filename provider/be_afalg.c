@@ -644,19 +644,24 @@ static int afalg_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 
 static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
 {
+    size_t req = s->impl->drv.req_max, n;
     int r;
 
-    if (len == 0)
-        return 1;
-    r = afalg_send_all(s->op, in, len, 1);
-    if (r < 0) {
-        /* The kernel may have taken part of it: never back to the pool. */
+    /* The kernel hashes what one send() carries in updates of up to 64 KiB
+     * (ALG_MAX_PAGES); a driver limited to less gets sends of its size. */
+    while (len > 0) {
+        n = req != 0 && req < len ? req : len;
+        r = afalg_send_all(s->op, in, n, 1);
+        /* Data went in (or may have): never back to the pool unread. */
         s->more = 1;
-        HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "send");
-        return 0;
+        if (r < 0) {
+            HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "send");
+            return 0;
+        }
+        hwaf_stats_add(HWAF_BE_AFALG, n);
+        in += n;
+        len -= n;
     }
-    s->more = 1;
-    hwaf_stats_add(HWAF_BE_AFALG, len);
     return 1;
 }
 
@@ -815,7 +820,12 @@ static int afalg_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
 
 static size_t afalg_aead_max(hwaf_be_aead *s)
 {
-    return s->max - HWAF_GCM_TAG;
+    size_t max = s->max, req = s->impl->drv.req_max;
+
+    /* One message is one request: no more than the driver takes. */
+    if (req != 0 && req < max)
+        max = req;
+    return max - HWAF_GCM_TAG;
 }
 
 /*

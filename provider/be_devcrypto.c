@@ -151,6 +151,17 @@ static unsigned int dc_limit(void)
     return __atomic_load_n(&dc_op_limit, __ATOMIC_RELAXED);
 }
 
+/* The largest request for one implementation: the device's limit found so
+ * far, and the driver's (request_max, docs/config.md) when it has one. */
+static size_t dc_max(const hwaf_impl *impl)
+{
+    size_t max = dc_limit();
+
+    if (impl->drv.req_max != 0 && impl->drv.req_max < max)
+        max = impl->drv.req_max;
+    return max;
+}
+
 /*
  * After a failure of an operation of len bytes: 1 when the device probably
  * refused the size and the limit was lowered (retry in smaller pieces).
@@ -371,8 +382,11 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
                  (int)sizeof(ai->cra_driver_name), ai->cra_driver_name);
         out[0].priority = -1;
         out[0].hw = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) ? 1 : 0;
-        HWAF_DEBUG("devcrypto %s: driver %s, hw=%d, alignmask %u",
-                   alg->kname, out[0].name, out[0].hw, info.alignmask);
+        /* An engine's request limit, as over AF_ALG (hwaf_backend.h). */
+        if (out[0].hw)
+            out[0].req_max = HWAF_REQ_MAX_ASYNC;
+        HWAF_DEBUG("devcrypto %s: driver %s, hw=%d, alignmask %u, request max %zu",
+                   alg->kname, out[0].name, out[0].hw, info.alignmask, out[0].req_max);
         n = out[0].name[0] != '\0';
     }
     dc_free_session(fd, ses);
@@ -572,7 +586,7 @@ static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
 
     memcpy(cur, iv, DC_BLOCK);
     while (len > 0) {
-        max = dc_limit();
+        max = dc_max(s->impl);
         if (!dc_aligned(out, s->align) && max > DC_BOUNCE)
             max = DC_BOUNCE;
         n = len < max ? len : max;
@@ -675,7 +689,7 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
         memcpy(last, in + bulk, DC_BLOCK);
         memcpy(tail, in + bulk + DC_BLOCK, b);
     }
-    piece = dc_limit() < DC_BOUNCE ? dc_limit() : DC_BOUNCE;
+    piece = dc_max(s->impl) < DC_BOUNCE ? dc_max(s->impl) : DC_BOUNCE;
     if (bulk > 0) {
         n = bulk < piece ? bulk : piece;
         buf = dc_aligned_alloc(s->align, n);
@@ -697,7 +711,7 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                      NULL, buf, buf, n, NULL);
         if (r < 0 && dc_too_large(r, n)) {
             memcpy(t, t_next, DC_BLOCK);  /* this piece again, smaller */
-            piece = dc_limit() < piece ? dc_limit() : piece / 2;
+            piece = dc_max(s->impl) < piece ? dc_max(s->impl) : piece / 2;
             continue;
         }
         if (r < 0)
@@ -751,7 +765,7 @@ static int dc_xts_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                    "%zu bytes", len);
         return 0;
     }
-    if (len % DC_BLOCK == 0 && len <= dc_limit()) {
+    if (len % DC_BLOCK == 0 && len <= dc_max(s->impl)) {
         r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, iv, in,
                          out, len);
         if (r == 0)
@@ -1088,7 +1102,7 @@ static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
         return 0;
     }
     while (len > 0) {
-        max = dc_limit();
+        max = dc_max(s->impl);
         if (max > DC_BOUNCE)
             max = DC_BOUNCE;
         n = len < max ? len : max;
@@ -1125,6 +1139,9 @@ static int dc_md_final(hwaf_be_md *s, unsigned char *md)
     int r;
 
     if (!dc_md_ready(s))
+        return 0;
+    /* More held back than the driver takes in one request: as updates. */
+    if (s->npending > dc_max(s->impl) && !dc_md_flush(s))
         return 0;
     /* What was held back goes with the final: update + final, one ioctl
      * (dst = src, as dc_md_feed explains). */

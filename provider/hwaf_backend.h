@@ -77,6 +77,8 @@ typedef struct hwaf_impl_st {
      * OpenSSL's default provider.  SIZE_MAX: never offload; 0: always. */
     size_t offload_min;
     int offload_src;      /* where offload_min came from: HWAF_SRC_* */
+    int req_src;          /* where drv.req_max came from: HWAF_SRC_DEFAULT
+                           * (the backend's) or HWAF_SRC_CONFIGURED */
     struct hwaf_impl_st *soft; /* software twin, NULL when there is none */
 } hwaf_impl;
 

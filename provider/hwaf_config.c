@@ -20,7 +20,7 @@
 
 enum { CFG_BACKENDS, CFG_PREFER, CFG_ALLOW_SOFTWARE, CFG_HW_DRIVERS,
        CFG_SW_DRIVERS, CFG_DEBUG, CFG_ZEROCOPY, CFG_ZEROCOPY_MIN, CFG_POLICY,
-       CFG_OFFLOAD_MIN, CFG_CALIBRATION, CFG_COUNT };
+       CFG_OFFLOAD_MIN, CFG_CALIBRATION, CFG_REQUEST_MAX, CFG_COUNT };
 
 static const char *const cfg_names[CFG_COUNT] = {
     [CFG_BACKENDS] = "backends",
@@ -34,6 +34,7 @@ static const char *const cfg_names[CFG_COUNT] = {
     [CFG_POLICY] = "policy",
     [CFG_OFFLOAD_MIN] = "offload_min",
     [CFG_CALIBRATION] = "calibration",
+    [CFG_REQUEST_MAX] = "request_max",
 };
 
 /* Used for offload_min when the section does not set it (docs/config.md). */
@@ -41,6 +42,10 @@ static const char *const cfg_names[CFG_COUNT] = {
 #define OFFLOAD_MIN_MAX (1ull << 30)
 
 #define ZEROCOPY_MIN_DEFAULT (64 * 1024)
+
+/* request_max: bytes from a page to 1 GiB, whole pages. */
+#define REQUEST_MAX_MIN 4096ull
+#define REQUEST_MAX_MAX (1ull << 30)
 
 static const char *const be_names[HWAF_BE_COUNT] = {
     [HWAF_BE_AFALG] = "afalg",
@@ -126,6 +131,119 @@ int hwaf_config_list_has(const char *list, const char *name)
         p += nl;
     }
     return 0;
+}
+
+/*
+ * One value of request_max: "auto" (-1: the backend's own limit),
+ * "unlimited" (0) or a number of bytes.  1 when valid.
+ */
+static int parse_request_max(const char *v, size_t n, long long *out)
+{
+    char buf[32], *end;
+    unsigned long long b;
+
+    if (n == 0 || n >= sizeof(buf))
+        return 0;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    if (strcmp(buf, "auto") == 0) {
+        *out = -1;
+        return 1;
+    }
+    if (strcmp(buf, "unlimited") == 0) {
+        *out = 0;
+        return 1;
+    }
+    b = strtoull(buf, &end, 10);
+    if (buf[0] < '0' || buf[0] > '9' || *end != '\0' || b < REQUEST_MAX_MIN
+        || b > REQUEST_MAX_MAX || b % REQUEST_MAX_MIN != 0)
+        return 0;
+    *out = (long long)b;
+    return 1;
+}
+
+/*
+ * request_max's words (normalised " a b "): at most one bare value, for
+ * every driver, and driver=value pairs, each driver once.  1 when valid,
+ * else 0 with a sentence in err.
+ */
+static int check_request_max(const char *list, char *err, size_t errlen)
+{
+    const char *w = list;
+    int bare = 0;
+    long long v;
+
+    while (*w == ' ')
+        w++;
+    while (*w != '\0') {
+        size_t n = strcspn(w, " ");
+        const char *eq = memchr(w, '=', n);
+
+        if (eq == NULL) {
+            if (bare++ || !parse_request_max(w, n, &v)) {
+                snprintf(err, errlen, "\"%.*s\": %s", (int)n, w, bare > 1
+                         ? "more than one value for every driver"
+                         : "expected auto, unlimited, or bytes from 4096 to 1073741824 "
+                           "in whole 4096-byte pages");
+                return 0;
+            }
+        } else {
+            char name[HWAF_DRIVER_NAME_MAX + 3];
+            size_t nl = (size_t)(eq - w);
+
+            if (nl == 0 || nl >= HWAF_DRIVER_NAME_MAX
+                || !parse_request_max(eq + 1, n - nl - 1, &v)) {
+                snprintf(err, errlen, "\"%.*s\": expected driver=value with a value of "
+                         "auto, unlimited, or bytes from 4096 to 1073741824 in whole "
+                         "4096-byte pages", (int)n, w);
+                return 0;
+            }
+            /* " name=" must not come again later. */
+            snprintf(name, sizeof(name), " %.*s=", (int)nl, w);
+            if (strstr(w + n, name) != NULL) {
+                snprintf(err, errlen, "driver %.*s named twice", (int)nl, w);
+                return 0;
+            }
+        }
+        w += n;
+        while (*w == ' ')
+            w++;
+    }
+    return 1;
+}
+
+size_t hwaf_request_max(const hwaf_config *cfg, const hwaf_driver *drv, int *src)
+{
+    const char *w = cfg->request_max, *all = NULL;
+    size_t dn = strlen(drv->name), allen = 0;
+    long long v = -1;
+
+    *src = HWAF_SRC_DEFAULT;
+    if (w == NULL)
+        return drv->req_max;
+    while (*w == ' ')
+        w++;
+    while (*w != '\0') {
+        size_t n = strcspn(w, " ");
+        const char *eq = memchr(w, '=', n);
+
+        if (eq == NULL) {
+            all = w;
+            allen = n;
+        } else if ((size_t)(eq - w) == dn && strncmp(w, drv->name, dn) == 0
+                   && parse_request_max(eq + 1, n - dn - 1, &v)) {
+            break;
+        }
+        w += n;
+        while (*w == ' ')
+            w++;
+    }
+    if (*w == '\0' && (all == NULL || !parse_request_max(all, allen, &v)))
+        return drv->req_max;
+    if (v < 0)
+        return drv->req_max;   /* auto */
+    *src = HWAF_SRC_CONFIGURED;
+    return (size_t)v;
 }
 
 int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
@@ -282,6 +400,21 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
             return 0;
         }
     }
+    if (val[CFG_REQUEST_MAX] != NULL) {
+        char err[400];
+
+        if ((cfg->request_max = normalise_list(val[CFG_REQUEST_MAX])) == NULL)
+            return 0;
+        if (strcmp(cfg->request_max, " ") == 0) {
+            CONFIG_ERROR(prov, "hwaf: request_max: expected auto, unlimited, bytes, or "
+                         "driver=value pairs (leave the key out for auto)");
+            return 0;
+        }
+        if (!check_request_max(cfg->request_max, err, sizeof(err))) {
+            CONFIG_ERROR(prov, "hwaf: request_max: %s", err);
+            return 0;
+        }
+    }
     cfg->hw_drivers = normalise_list(val[CFG_HW_DRIVERS] != NULL ? val[CFG_HW_DRIVERS] : "");
     cfg->sw_drivers = normalise_list(val[CFG_SW_DRIVERS] != NULL ? val[CFG_SW_DRIVERS] : "");
     if (cfg->hw_drivers == NULL || cfg->sw_drivers == NULL)
@@ -359,6 +492,13 @@ static void cfg_value(const hwaf_config *cfg, int key, char *buf, size_t len)
     case CFG_CALIBRATION:
         snprintf(buf, len, "%s", cfg->calibration != NULL ? cfg->calibration : "");
         break;
+    case CFG_REQUEST_MAX:
+        if (cfg->request_max == NULL)
+            snprintf(buf, len, "auto");
+        else  /* normalised " a b ": without the framing spaces */
+            snprintf(buf, len, "%.*s", (int)strlen(cfg->request_max) - 2,
+                     cfg->request_max + 1);
+        break;
     case CFG_COUNT:
         break;
     }
@@ -381,6 +521,8 @@ char *hwaf_config_text(const hwaf_config *cfg)
     len += strlen(cfg->hw_drivers) + strlen(cfg->sw_drivers) + 256;
     if (cfg->calibration != NULL)
         len += strlen(cfg->calibration);
+    if (cfg->request_max != NULL)
+        len += strlen(cfg->request_max);
     t = OPENSSL_malloc(len);
     v = OPENSSL_malloc(len);
     if (t == NULL || v == NULL) {
@@ -403,7 +545,9 @@ void hwaf_config_free(hwaf_config *cfg)
     OPENSSL_free(cfg->sw_drivers);
     OPENSSL_free(cfg->text);
     OPENSSL_free(cfg->calibration);
+    OPENSSL_free(cfg->request_max);
     hwaf_calib_free(cfg->calib);
     cfg->hw_drivers = cfg->sw_drivers = cfg->text = cfg->calibration = NULL;
+    cfg->request_max = NULL;
     cfg->calib = NULL;
 }

@@ -78,6 +78,7 @@ typedef struct hwaf_config_st {
     size_t offload_min;              /* "offload_min" in bytes, SIZE_MAX never */
     char *calibration;               /* "calibration": file, or NULL */
     struct hwaf_calib_st *calib;     /* its contents, NULL when none */
+    char *request_max;               /* "request_max": normalised, NULL for auto */
 } hwaf_config;
 
 /*
@@ -105,6 +106,10 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
 void hwaf_config_free(hwaf_config *cfg);
 /* "key = value; ..." for every key, the values in effect (OPENSSL_malloc'ed). */
 char *hwaf_config_text(const hwaf_config *cfg);
+/* The largest request for a driver (0: unbounded): request_max's value for
+ * it, else the backend's own limit (drv->req_max); *src HWAF_SRC_CONFIGURED
+ * or HWAF_SRC_DEFAULT. */
+size_t hwaf_request_max(const hwaf_config *cfg, const hwaf_driver *drv, int *src);
 /* 1 when name is in the space-separated list (as normalised by the loader). */
 int hwaf_config_list_has(const char *list, const char *name);
 
@@ -120,6 +125,7 @@ typedef struct hwaf_prov_st {
     OSSL_ALGORITHM *macs;
     char *algorithms_text;    /* HWAF_PARAM_ALGORITHMS */
     char *thresholds_text;    /* HWAF_PARAM_THRESHOLDS */
+    char *request_max_text;   /* HWAF_PARAM_REQUEST_MAX */
     char *buildinfo;          /* provider "buildinfo" param, with backend status */
     char be_status[HWAF_BE_COUNT][256];
 } hwaf_prov;

@@ -232,7 +232,7 @@ static int build_tables(hwaf_prov *prov)
 {
     size_t nc = 0, nd = 0, nm = 0, textlen = 0;
     int a, b, hw, r, s;
-    char *t, *th, tb[32];
+    char *t, *th, *tr, tb[32];
 
     for (a = 0; a < HWAF_NALGS; a++) {
         for (b = 0; b < HWAF_BE_COUNT; b++) {
@@ -253,6 +253,7 @@ static int build_tables(hwaf_prov *prov)
                 impl->alg = &hwaf_algs[a];
                 impl->be = backends[b];
                 impl->drv = *drv;
+                impl->drv.req_max = hwaf_request_max(&prov->cfg, drv, &impl->req_src);
                 impl->hw = hw;
                 impl->be_index = b;
                 impl->zerocopy = prov->cfg.zerocopy;
@@ -277,8 +278,9 @@ static int build_tables(hwaf_prov *prov)
     prov->macs = OPENSSL_zalloc((HWAF_NSLOTS + 1) * sizeof(OSSL_ALGORITHM));
     prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
     prov->thresholds_text = th = OPENSSL_zalloc(textlen + 64);
+    prov->request_max_text = tr = OPENSSL_zalloc(textlen + 1);
     if (prov->ciphers == NULL || prov->digests == NULL || prov->macs == NULL || t == NULL
-        || th == NULL)
+        || th == NULL || tr == NULL)
         return 0;
     th += sprintf(th, "policy=%s\n",
                   prov->cfg.policy == HWAF_POLICY_CPU ? "cpu" : "throughput");
@@ -320,6 +322,13 @@ static int build_tables(hwaf_prov *prov)
                                   hwaf_algs[a].names, backends[b]->name, impl->drv.name,
                                   hwaf_threshold_text(impl->offload_min, tb, sizeof(tb)),
                                   hwaf_src_names[impl->offload_src]);
+                    if (impl->drv.req_max == 0)
+                        snprintf(tb, sizeof(tb), "unlimited");
+                    else
+                        snprintf(tb, sizeof(tb), "%zu", impl->drv.req_max);
+                    tr += sprintf(tr, "%.*s %s %s request_max=%s source=%s\n", (int)nlen,
+                                  hwaf_algs[a].names, backends[b]->name, impl->drv.name,
+                                  tb, hwaf_src_names[impl->req_src]);
                     HWAF_DEBUG("offer %.*s via %s driver %s hw=%s", (int)nlen,
                                hwaf_algs[a].names, backends[b]->name, impl->drv.name,
                                hw ? "yes" : "no");
@@ -367,6 +376,7 @@ static void prov_free(hwaf_prov *prov)
     OPENSSL_free(prov->macs);
     OPENSSL_free(prov->algorithms_text);
     OPENSSL_free(prov->thresholds_text);
+    OPENSSL_free(prov->request_max_text);
     OPENSSL_free(prov->buildinfo);
     hwaf_config_free(&prov->cfg);
     OPENSSL_free(prov);
@@ -422,6 +432,7 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_DESCRIPTORS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_SANDBOX, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_THRESHOLDS, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_REQUEST_MAX, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_END
 };
 
@@ -461,7 +472,8 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, HWAF_PARAM_DEVCRYPTO_STATUS, prov->be_status[HWAF_BE_DEVCRYPTO])
         || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text)
         || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text)
-        || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text))
+        || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text)
+        || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text))
         return 0;
     hwaf_stats_get_soft(&ops, &bytes);
     if (!set_u64(params, HWAF_PARAM_SOFTWARE_OPS, ops)
@@ -553,10 +565,11 @@ static void describe_backends(hwaf_prov *prov)
                      "usable, %d of %d algorithms offered", n, HWAF_NALGS);
     }
     /* buildinfo is what `openssl list -providers -verbose` prints: the
-     * backend status, the configuration in effect and the offload
-     * thresholds (one line each, joined by ';') go there too. */
+     * backend status, the configuration in effect, the offload
+     * thresholds and the request limits (one line each, joined by ';') go
+     * there too. */
     len = 128 + sizeof(prov->be_status) + strlen(prov->cfg.text)
-          + strlen(prov->thresholds_text);
+          + strlen(prov->thresholds_text) + strlen(prov->request_max_text);
     prov->buildinfo = OPENSSL_malloc(len);
     if (prov->buildinfo != NULL) {
         char *p = prov->buildinfo, *e = p + len, *q;
@@ -565,7 +578,8 @@ static void describe_backends(hwaf_prov *prov)
                       "config: %s; offload thresholds ", HWAF_VERSION_STR,
                       OPENSSL_VERSION_TEXT, prov->be_status[HWAF_BE_AFALG],
                       prov->be_status[HWAF_BE_DEVCRYPTO], prov->cfg.text);
-        snprintf(p, e - p, "%s", prov->thresholds_text);
+        snprintf(p, e - p, "%srequest limits %s", prov->thresholds_text,
+                 prov->request_max_text);
         for (q = p; *q != '\0'; q++)
             if (*q == '\n')
                 *q = q[1] != '\0' ? ';' : '\0';

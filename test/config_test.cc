@@ -7,11 +7,13 @@
  *   HostZerocopyConfig*  bad values are refused (no kernel needed)
  *   Zerocopy*            AF_ALG in the guest
  *   TwoBackends*         AF_ALG and /dev/crypto both usable
+ *   RequestMax*          request_max splits work into requests of its size
  */
 #include "hwaf_test.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 using namespace hwaf_test;
 
@@ -260,4 +262,104 @@ TEST_F(TwoBackends, AutoPrefersHardware)
         EXPECT_EQ(md_ctx_param_str(mctx.get(), HWAF_PARAM_DRIVER), driver) << name;
         EXPECT_EQ(md_ctx_param_int(mctx.get(), HWAF_PARAM_HW), 1) << name;
     }
+}
+
+/* ---- request_max: the largest request a driver gets ------------------------ */
+
+namespace {
+
+uint64_t backend_ops(const LibCtx &lib)
+{
+    uint64_t v = 0;
+    const char *name = env().backend == "devcrypto" ? HWAF_PARAM_DEVCRYPTO_OPS : HWAF_PARAM_AFALG_OPS;
+    EXPECT_TRUE(lib.prov_param(name, &v)) << name;
+    return v;
+}
+
+/* The hwaf-request-max line of one implementation ("" when none). */
+std::string request_line(const LibCtx &lib, const std::string &name, const std::string &backend)
+{
+    std::string text;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_REQUEST_MAX, &text)) << HWAF_PARAM_REQUEST_MAX;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(name + " " + backend + " ", 0) == 0)
+            return line;
+    return "";
+}
+
+} // namespace
+
+class RequestMax : public KernelTest {};
+
+/*
+ * A request limit per driver and for every driver, shown per implementation
+ * (hwaf-request-max and buildinfo) and kept: a 1 MiB update is split into
+ * requests of that size (counted in the backend's operations, one per
+ * kernel request) and gives the default provider's bytes.
+ */
+TEST_F(RequestMax, ConfiguredLimitsSplitEveryRequest)
+{
+    const std::string be = env().backend == "devcrypto" ? "devcrypto" : "afalg";
+    const std::string query = "provider=hwaf,hwaf.backend=" + be;
+    std::string cbc_driver;
+    {
+        std::string text;
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_ALGORITHMS, &text));
+        for (const ImplLine &l : parse_algorithms(text))
+            if (l.name == "AES-128-CBC" && l.backend == be && cbc_driver.empty())
+                cbc_driver = l.driver;
+        ASSERT_FALSE(cbc_driver.empty()) << text;
+        /* Without the key: the backend's own limit, unlimited or 64 KiB. */
+        std::string line = request_line(*lib_, "AES-128-CBC", be);
+        EXPECT_TRUE(line.find(" request_max=unlimited source=default") != std::string::npos
+                    || line.find(" request_max=65536 source=default") != std::string::npos) << line;
+    }
+    LibCtx lib(make_config("request_max = 8192 " + cbc_driver + "=16384\n"));
+    ASSERT_TRUE(lib.hwaf_loaded()) << lib.load_errors();
+    std::string cbc_line = request_line(lib, "AES-128-CBC", be);
+    EXPECT_NE(cbc_line.find(" " + cbc_driver + " request_max=16384 source=configured"), std::string::npos)
+        << cbc_line;
+    std::string sha_line = request_line(lib, "SHA2-256", be);
+    EXPECT_NE(sha_line.find(" request_max=8192 source=configured"), std::string::npos) << sha_line;
+    std::string info;
+    ASSERT_TRUE(lib.prov_param(OSSL_PROV_PARAM_BUILDINFO, &info));
+    EXPECT_NE(info.find("request limits "), std::string::npos) << info;
+    EXPECT_NE(info.find(cbc_line), std::string::npos) << info;
+
+    const size_t len = 1024 * 1024;
+    Bytes in = random_bytes(len), key = random_bytes(64), iv = random_bytes(16);
+    for (const char *name : {"AES-128-CBC", "AES-128-CTR", "AES-256-XTS"}) {
+        CipherPtr h(EVP_CIPHER_fetch(lib.get(), name, query.c_str()));
+        CipherPtr d(EVP_CIPHER_fetch(lib.get(), name, "provider=default"));
+        ASSERT_TRUE(h && d) << name << ": " << error_queue_text();
+        std::string line = request_line(lib, name, be);
+        size_t limit = line.find("request_max=16384") != std::string::npos ? 16384 : 8192;
+        Bytes k(key.begin(), key.begin() + EVP_CIPHER_get_key_length(d.get())), want, got;
+        if (strstr(name, "XTS") != nullptr)
+            k[0] ^= 1; /* the halves differ */
+        ASSERT_TRUE(cipher_oneshot(d.get(), 1, k, iv, in, &want, 0));
+        /* XTS: a data unit of the limit's size (units above it take more
+         * than one request there: ecb pieces). */
+        Bytes unit(in.begin(), in.begin() + (strstr(name, "XTS") ? limit : len));
+        if (strstr(name, "XTS") != nullptr)
+            ASSERT_TRUE(cipher_oneshot(d.get(), 1, k, iv, unit, &want, 0));
+        uint64_t before = backend_ops(lib);
+        ASSERT_TRUE(cipher_oneshot(h.get(), 1, k, iv, unit, &got, 0)) << name << ": " << error_queue_text();
+        uint64_t ops = backend_ops(lib) - before;
+        EXPECT_TRUE(got == want) << name << ": wrong bytes";
+        EXPECT_EQ(ops, (unit.size() + limit - 1) / limit) << name << " in requests of " << limit;
+    }
+    MdPtr h(EVP_MD_fetch(lib.get(), "SHA2-256", query.c_str()));
+    MdPtr d(EVP_MD_fetch(lib.get(), "SHA2-256", "provider=default"));
+    ASSERT_TRUE(h && d);
+    Bytes want, got;
+    ASSERT_TRUE(digest_oneshot(d.get(), in, &want));
+    uint64_t before = backend_ops(lib);
+    ASSERT_TRUE(digest_oneshot(h.get(), in, &got)) << error_queue_text();
+    uint64_t ops = backend_ops(lib) - before;
+    EXPECT_EQ(tohex(got), tohex(want));
+    /* 128 updates of 8 KiB and the final. */
+    EXPECT_EQ(ops, len / 8192 + 1) << "SHA2-256 in requests of 8192";
 }

@@ -123,6 +123,16 @@ TEST_F(HostConfig, BadValuesRefusedNamingTheKey)
         /* Empty: would silently disable every backend. */
         {"backends", "backends =\n"},
         {"backends", "backends = ,\n"},
+        /* Whole pages from 4096 to 1 GiB, one value for all, each driver once. */
+        {"request_max", "request_max = 100\n"},
+        {"request_max", "request_max = 6000\n"},
+        {"request_max", "request_max = 2147483648\n"},
+        {"request_max", "request_max = lots\n"},
+        {"request_max", "request_max = 4096 8192\n"},
+        {"request_max", "request_max = cbc-aes-aesni=\n"},
+        {"request_max", "request_max = =4096\n"},
+        {"request_max", "request_max = d=4096 d=8192\n"},
+        {"request_max", "request_max = ,\n"},
     };
     for (const auto &b : bad) {
         LibCtx lib(make_config(b.line));
@@ -162,7 +172,13 @@ TEST_F(HostConfig, ConfigurationInEffectShowsEveryKey)
     /* offload_min: from HWAF_OFFLOAD_MIN=0, which the test binary sets. */
     EXPECT_EQ(cfg, "backends = afalg devcrypto; prefer = auto; allow_software = yes; "
                    "hw_drivers = ; sw_drivers = ; debug = no; zerocopy = auto; "
-                   "zerocopy_min = 65536; policy = throughput; offload_min = 0; calibration = ");
+                   "zerocopy_min = 65536; policy = throughput; offload_min = 0; calibration = ; "
+                   "request_max = auto");
+    LibCtx req(make_config("request_max = 8192, virtio_crypto_aes_cbc=98304  d=unlimited e=auto\n"));
+    ASSERT_TRUE(req.config_ok() && req.hwaf_loaded()) << req.load_errors();
+    ASSERT_TRUE(req.prov_param(HWAF_PARAM_CONFIG, &cfg));
+    EXPECT_NE(cfg.find("; request_max = 8192 virtio_crypto_aes_cbc=98304 d=unlimited e=auto"),
+              std::string::npos) << cfg;
 }
 
 } // namespace

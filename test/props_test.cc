@@ -585,6 +585,38 @@ TEST_F(GuestVirtio, LargeUpdatesOnTheEngine)
     alarm(0);
 }
 
+/* The engine's requests stay within its limit, 64 KiB by default and the
+ * configured one with request_max: counted per kernel request. */
+TEST_F(GuestVirtio, EngineRequestsStayWithinTheLimit)
+{
+    alarm(300);
+    for (size_t limit : {(size_t)0, (size_t)32768}) {
+        std::unique_ptr<LibCtx> lib(limit == 0 ? new LibCtx()
+                                               : new LibCtx(make_config("request_max = virtio_crypto_aes_cbc="
+                                                                        + std::to_string(limit) + "\n")));
+        ASSERT_TRUE(lib->hwaf_loaded()) << lib->load_errors();
+        std::string text;
+        ASSERT_TRUE(lib->prov_param(HWAF_PARAM_REQUEST_MAX, &text));
+        std::string want = limit == 0 ? "AES-128-CBC afalg virtio_crypto_aes_cbc request_max=65536 source=default"
+                                      : "AES-128-CBC afalg virtio_crypto_aes_cbc request_max=32768 source=configured";
+        EXPECT_NE(text.find(want), std::string::npos) << text;
+        size_t req = limit == 0 ? 65536 : limit;
+        CipherPtr h(EVP_CIPHER_fetch(lib->get(), "AES-128-CBC", kHwYes));
+        CipherPtr d(EVP_CIPHER_fetch(lib->get(), "AES-128-CBC", "provider=default"));
+        ASSERT_TRUE(h && d);
+        const size_t len = 4 * 1024 * 1024 + 48;
+        Bytes key = random_bytes(16), iv = random_bytes(16), in = random_bytes(len), a, b;
+        uint64_t ops0 = 0, ops1 = 0;
+        ASSERT_TRUE(lib->prov_param(HWAF_PARAM_AFALG_OPS, &ops0));
+        ASSERT_TRUE(cipher_oneshot(h.get(), 1, key, iv, in, &a, 0)) << error_queue_text();
+        ASSERT_TRUE(lib->prov_param(HWAF_PARAM_AFALG_OPS, &ops1));
+        ASSERT_TRUE(cipher_oneshot(d.get(), 1, key, iv, in, &b, 0));
+        EXPECT_TRUE(a == b) << "wrong bytes in requests of " << req;
+        EXPECT_EQ(ops1 - ops0, (len + req - 1) / req) << "requests of at most " << req;
+    }
+    alarm(0);
+}
+
 TEST_F(GuestVirtio, HwNoStillGetsAesni)
 {
     for (const char *name : kCbc) {

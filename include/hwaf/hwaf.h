@@ -79,5 +79,12 @@
  * plus a first line "policy=<throughput|cpu>\n".
  */
 #define HWAF_PARAM_THRESHOLDS "hwaf-thresholds"             /* utf8 string */
+/*
+ * One line per offered implementation, in the order of hwaf-algorithms:
+ *   "<OpenSSL name> <backend> <kernel driver> request_max=<bytes|unlimited>
+ *    source=<configured|default>\n"
+ * the largest single request hwaf sends that driver (larger work is split).
+ */
+#define HWAF_PARAM_REQUEST_MAX "hwaf-request-max"           /* utf8 string */
 
 #endif
