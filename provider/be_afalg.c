@@ -1,6 +1,9 @@
 /*
  * The AF_ALG backend: one transform socket per key (or hash), one operation
- * socket accepted from it.  A cipher operation is one sendmsg() carrying
+ * socket accepted from it.  A cipher or AEAD session keeps only its
+ * operation socket (one descriptor): the kernel's accepted socket holds its
+ * transform and key, and the transform's socket is needed again only for a
+ * new key, which takes a new transform anyway.  A cipher operation is one sendmsg() carrying
  * the direction, the IV and the data, and one read() of the result straight
  * into the caller's buffer.  A hash is fed with send(MSG_MORE) and finished
  * with read(); accept() on its operation socket clones the running state.
@@ -254,6 +257,8 @@ static int keyed_session(const hwaf_impl *impl, const char *type,
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -*op, "accept");
         return 0;
     }
+    close(*tfm);  /* held by the operation socket: see the top */
+    *tfm = -1;
     sndbuf = afalg_grow_buffers(*op, AFALG_SNDBUF_WANT);
     *max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                    : 3 * AFALG_PAGE;
