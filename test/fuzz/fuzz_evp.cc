@@ -8,7 +8,8 @@
  *   IV / updated IV / num, set num (CTR);
  *   digests: init, update (0 to 70000 bytes), copy, final.
  * Every step's return value, output length and bytes must be equal; any
- * divergence aborts (libFuzzer keeps the input).  Nothing here knows how
+ * divergence aborts (libFuzzer keeps the input).  The reference is not
+ * handed sequences it cannot take (see xts_copy_broken).  Nothing here knows how
  * hwaf serves a call, so whatever path it takes (kernel or software) is
  * checked the same way.
  *
@@ -147,6 +148,25 @@ size_t pick_len(Input &in)
     }
 }
 
+/*
+ * OpenSSL 3.0's default provider cannot copy an XTS context that was
+ * re-initialised with an IV only (EVP_CipherInit_ex2 with a NULL key) since
+ * its last key: updates on the copy fail, and once the original is freed
+ * they call through a null function pointer inside CRYPTO_xts128_encrypt
+ * (init with a key, init with an IV only, EVP_CIPHER_CTX_copy, free the
+ * original, update: SEGV at pc 0, default provider alone, no hwaf loaded).
+ * The harness therefore takes no copy of an XTS context in that state
+ * (for both providers; every other copy is still compared).
+ */
+bool xts_copy_broken(bool xts, bool ivonly) { return xts && ivonly; }
+
+/*
+ * Whether the default provider takes EVP_CIPHER_CTX_set_num on AES-CTR at
+ * all: OpenSSL 3.0.19 does, 3.0.22 refuses it on every context ("failed to
+ * get parameter"), so there is no reference for the step.  Probed once.
+ */
+bool g_ref_set_num = true;
+
 void run_cipher(Alg &a, Input &in)
 {
     EVP_CIPHER_CTX *h = EVP_CIPHER_CTX_new(), *d = EVP_CIPHER_CTX_new();
@@ -156,6 +176,7 @@ void run_cipher(Alg &a, Input &in)
     bool fresh = false;
     Bytes key, iv, data, oh, od;
     bool inited = false, finished = false;
+    bool ivonly = false; /* the last successful init had an IV but no key */
     int steps = 0;
 
     while (!in.done() && steps++ < 64) {
@@ -179,6 +200,8 @@ void run_cipher(Alg &a, Input &in)
             int rh = EVP_CipherInit_ex2(h, a.hc, newkey ? key.data() : nullptr, iv.data(), enc, nullptr);
             int rd = EVP_CipherInit_ex2(d, a.dc, newkey ? key.data() : nullptr, iv.data(), enc, nullptr);
             same(a.name, "init", rh, rd, nullptr, 0, nullptr, 0);
+            if (rh == 1)
+                ivonly = !newkey;
             inited = rh == 1;
             finished = false;
             fresh = true;
@@ -225,6 +248,8 @@ void run_cipher(Alg &a, Input &in)
             break;
         }
         case 5: { /* copy: go on with the copy or with the original */
+            if (xts_copy_broken(xts, ivonly))
+                break;
             EVP_CIPHER_CTX *ch = EVP_CIPHER_CTX_new(), *cd = EVP_CIPHER_CTX_new();
             int rh = EVP_CIPHER_CTX_copy(ch, h), rd = EVP_CIPHER_CTX_copy(cd, d);
             same(a.name, "copy", rh, rd, nullptr, 0, nullptr, 0);
@@ -250,7 +275,7 @@ void run_cipher(Alg &a, Input &in)
             break;
         case 8: { /* set num (CTR: position inside the keystream block) */
             unsigned int num = in.byte() % 16;
-            if (!ctr || finished)
+            if (!ctr || finished || !g_ref_set_num)
                 break;
             int rh = EVP_CIPHER_CTX_set_num(h, num), rd = EVP_CIPHER_CTX_set_num(d, num);
             same(a.name, "set num", rh, rd, nullptr, 0, nullptr, 0);
@@ -354,7 +379,16 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***)
             exit(1);
         }
     }
-    fprintf(stderr, "hwaf-fuzz: %zu algorithms, hwaf fetched with '%s'\n", kAlgs, q.c_str());
+    {
+        EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+        const unsigned char k[16] = {1}, iv[16] = {2};
+        g_ref_set_num = EVP_EncryptInit_ex2(c, g_algs[3].dc, k, iv, nullptr) == 1
+                        && EVP_CIPHER_CTX_set_num(c, 5) == 1;
+        EVP_CIPHER_CTX_free(c);
+        ERR_clear_error();
+    }
+    fprintf(stderr, "hwaf-fuzz: %zu algorithms, hwaf fetched with '%s'%s\n", kAlgs, q.c_str(),
+            g_ref_set_num ? "" : "; the default provider refuses set num on CTR: step left out");
     return 0;
 }
 
