@@ -260,6 +260,12 @@ static int keyed_session(const hwaf_impl *impl, const char *type,
     close(*tfm);  /* held by the operation socket: see the top */
     *tfm = -1;
     sndbuf = afalg_grow_buffers(*op, AFALG_SNDBUF_WANT);
+    /* A cipher splits to fit any buffers; an AEAD message is one request,
+     * and unknown buffers would put a false limit on every message. */
+    if (sndbuf == 0 && authsize != 0) {
+        HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, errno, "getsockopt(SO_SNDBUF)");
+        return 0;
+    }
     *max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                    : 3 * AFALG_PAGE;
     return 1;
@@ -888,7 +894,7 @@ static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
     } else if (r < 0) {
         HWAF_RAISE_SYS(impl->prov, r == -EIO ? HWAF_R_KERNEL_SHORT_OUTPUT
                                              : HWAF_R_KERNEL_OPERATION_FAILED,
-                       -r, "read");
+                       -r, "readv");
         goto done;
     } else {
         ok = 1;

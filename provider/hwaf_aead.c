@@ -55,6 +55,7 @@ typedef struct hwaf_aead_ctx_st {
     int iv_done;                    /* a message was finished under this IV */
     int enc;
     int finalised;
+    int failed;                     /* a kernel call failed mid-message: refuse until init */
     /* The message so far. */
     unsigned char *aad;
     size_t aadlen, aadcap;
@@ -247,6 +248,11 @@ static int aead_init(hwaf_aead_ctx *ctx, const unsigned char *key, size_t keylen
 {
     ctx->enc = enc;
     message_reset(ctx);
+    if (ctx->failed) {
+        /* Whatever the failed call left goes with its sessions. */
+        be_drop(ctx, ctx->gen != hwaf_fork_generation);
+        ctx->failed = 0;
+    }
     ctx->taglen = 0;
     ctx->tls_aad_set = 0;
     if (!aead_set_ctx_params(ctx, params))
@@ -273,8 +279,10 @@ static int aead_init(hwaf_aead_ctx *ctx, const unsigned char *key, size_t keylen
         ctx->keylen = keylen;
         ctx->key_set = 1;
         /* Open now: a bad key or a missing driver shows at init. */
-        if (be_get(ctx) == NULL)
+        if (be_get(ctx) == NULL) {
+            ctx->failed = 1;
             return 0;
+        }
     }
     return 1;
 }
@@ -296,6 +304,12 @@ static int aead_ready(hwaf_aead_ctx *ctx)
 {
     if (!ctx->key_set) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    if (ctx->failed) {
+        /* Part of the message may be lost: never a tag over the rest. */
+        HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED,
+                   "an earlier operation failed; initialise the context again");
         return 0;
     }
     if (ctx->finalised) {
@@ -462,8 +476,10 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
             return 0;
         }
         if (be == NULL || !fits(ctx, be, inl)
-            || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl))
+            || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl)) {
+            ctx->failed = 1;
             return 0;
+        }
         memcpy(ctx->aad + ctx->aadlen, in, inl);
         ctx->aadlen += inl;
         return 1;
@@ -473,8 +489,10 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
                    outsize, inl);
         return 0;
     }
-    if (!data_update(ctx, out, in, inl))
+    if (!data_update(ctx, out, in, inl)) {
+        ctx->failed = 1;
         return 0;
+    }
     *outl = inl;
     return 1;
 }
