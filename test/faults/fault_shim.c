@@ -136,22 +136,67 @@ int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
     return real_accept4(fd, sa, len, flags);
 }
 
+/* Bytes of an iovec array. */
+static size_t iov_total(const struct iovec *iov, size_t n)
+{
+    size_t t = 0, i;
+
+    for (i = 0; i < n; i++)
+        t += iov[i].iov_len;
+    return t;
+}
+
+/* The first half (in bytes) of an iovec array, into out[] (at most
+ * MAX_IOV entries); returns the number of entries. */
+#define MAX_IOV 16
+static size_t iov_half(const struct iovec *iov, size_t n, struct iovec *out)
+{
+    size_t want = half(iov_total(iov, n)), k = 0;
+
+    while (want > 0 && k < n && k < MAX_IOV) {
+        out[k] = iov[k];
+        if (out[k].iov_len > want)
+            out[k].iov_len = want;
+        want -= out[k].iov_len;
+        k++;
+    }
+    return k;
+}
+
+/* Several buffers (GCM: AAD, data, tag) can be made short too. */
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     REAL(sendmsg);
-    int d = decide("sendmsg", RET, msg->msg_iovlen == 1 && msg->msg_iov[0].iov_len > 1);
+    int d = decide("sendmsg", RET, msg->msg_iovlen <= MAX_IOV
+                   && iov_total(msg->msg_iov, msg->msg_iovlen) > 1);
 
     if (d == 1)
         FAIL(-1);
     if (d == 2) {
         struct msghdr m = *msg;
-        struct iovec v = msg->msg_iov[0];
+        struct iovec v[MAX_IOV];
 
-        v.iov_len = half(v.iov_len);
-        m.msg_iov = &v;
+        m.msg_iovlen = iov_half(msg->msg_iov, msg->msg_iovlen, v);
+        m.msg_iov = v;
         return real_sendmsg(fd, &m, flags);
     }
     return real_sendmsg(fd, msg, flags);
+}
+
+/* GCM reads AAD, data and tag in one readv(). */
+ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+    REAL(readv);
+    int d = decide("readv", RET, n > 0 && n <= MAX_IOV && iov_total(iov, (size_t)n) > 1);
+
+    if (d == 1)
+        FAIL(-1);
+    if (d == 2) {
+        struct iovec v[MAX_IOV];
+
+        return real_readv(fd, v, (int)iov_half(iov, (size_t)n, v));
+    }
+    return real_readv(fd, iov, n);
 }
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
