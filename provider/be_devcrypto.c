@@ -1354,10 +1354,11 @@ static int dc_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
     return 1;
 }
 
-/* Data and tag go in one operation of at most the device's limit. */
+/* Data and tag go in one operation of at most the device's (and the
+ * driver's, request_max) limit. */
 static size_t dc_aead_max(hwaf_be_aead *s)
 {
-    return dc_limit() - HWAF_GCM_TAG;
+    return dc_max(s->impl) - HWAF_GCM_TAG;
 }
 
 /*
