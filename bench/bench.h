@@ -67,6 +67,7 @@ typedef struct bench_inst_st {
     int hw;                         /* 1 off-CPU driver, 0 CPU, -1 unknown/n.a. */
     int counter;                    /* hwaf backend counter to watch, -1 none */
     size_t maxlen;                  /* largest buffer it can take, 0 = any */
+    size_t offload_min;             /* hwaf: the context's threshold (SIZE_MAX never) */
     const bench_ops *ops;
     void *st;
 } bench_inst;
@@ -98,7 +99,8 @@ extern const unsigned char bench_key[64];
 extern const unsigned char bench_iv[16];
 
 /* Openers (impl_*.c). Each adds zero or more instances or absences. */
-int bench_evp_init(const char *modules_dir, char *why, size_t whylen);
+int bench_evp_init(const char *modules_dir, const char *calibration, char *why,
+                   size_t whylen);
 void bench_evp_cleanup(void);
 void bench_open_default(bench_set *s, const bench_alg *a);
 void bench_open_hwaf(bench_set *s, const bench_alg *a);
@@ -122,6 +124,10 @@ int bench_reference_aead_mac(const bench_alg *a, const unsigned char *in, size_t
  * implementation's output before it is timed. */
 int bench_reference(const bench_alg *a, const unsigned char *in, size_t len,
                     unsigned char *out);
+
+/* hwaf in its default mode: size-aware dispatch by the provider's
+ * thresholds (the other hwaf-* lines are forced to the kernel). */
+#define BENCH_HWAF_AUTO "hwaf-auto"
 
 /* hwaf provider facts. */
 enum { BENCH_CTR_AFALG = 0, BENCH_CTR_DEVCRYPTO = 1, BENCH_CTR_COUNT };

@@ -129,8 +129,8 @@ static void usage(FILE *f)
         "  --repeat N       measure each cell N times, interleaved, keep the median\n"
         "                   (default 1; 3 with --check)\n"
         "  --impls LIST     only implementations whose name starts with one of these\n"
-        "                   (default, hwaf-afalg, hwaf-devcrypto, engine-afalg, libkcapi,\n"
-        "                   bare-afalg, bare-afalg-zc, bare-cryptodev)\n"
+        "                   (default, hwaf-afalg, hwaf-devcrypto, hwaf-auto, engine-afalg,\n"
+        "                   libkcapi, bare-afalg, bare-afalg-zc, bare-cryptodev)\n"
         "  --csv FILE       write every measurement as CSV\n"
         "  --plot FILE      write a PNG plot (gnuplot): MB/s against buffer size\n"
         "  --check          evaluate the performance targets; exit 0 all pass,\n"
@@ -138,6 +138,8 @@ static void usage(FILE *f)
         "  --tcrypt FILE    kernel tcrypt log (bench/tcrypt-ref output) for the\n"
         "                   zero-copy target against the driver's own speed\n"
         "  --cryptodev PATH the /dev/crypto device (default /dev/crypto)\n"
+        "  --calibration FILE  hwaf's calibration file (hwaf-info --calibrate) for\n"
+        "                   hwaf-auto's thresholds, when openssl.cnf does not configure hwaf\n"
         "  --modules DIR    where hwaf.so is (default: $OPENSSL_MODULES, else the\n"
         "                   build tree when it holds hwaf.so, else libcrypto's)\n"
         "  --list           only list the implementations of each algorithm\n"
@@ -670,7 +672,8 @@ static int write_plot(const char *png)
 
             for (k = 0; k < opt.nsizes && r == NULL; k++)
                 r = find(al, names[n], opt.sizes[k]);
-            if (r == NULL || r->family != BENCH_FAM_HWAF)
+            if (r == NULL || r->family != BENCH_FAM_HWAF
+                || strcmp(names[n], BENCH_HWAF_AUTO) == 0)
                 continue;
             c = crossover(al, names[n]);
             if (c) {
@@ -831,6 +834,38 @@ static void ratio_target(const bench_alg *a, const char *what, const char *impl,
     verdict(target, detail, r_mbps(x) >= want * r_mbps(y));
 }
 
+/* hwaf-auto >= 0.95x the faster of the default provider and the best line
+ * forced to the kernel (hwaf-afalg*, hwaf-devcrypto*). */
+static void auto_target(const bench_alg *a, size_t len)
+{
+    char target[160], detail[200], sz[16];
+    const result *x = pick(a, BENCH_HWAF_AUTO, len, NULL), *best = NULL;
+    size_t i;
+
+    for (i = 0; i < nresults; i++) {
+        const result *r = &results[i];
+
+        if (r->alg != a || r->len != len || r->status != ST_OK
+            || strcmp(r->impl, BENCH_HWAF_AUTO) == 0
+            || (r->family != BENCH_FAM_HWAF && strcmp(r->impl, "default") != 0))
+            continue;
+        if (best == NULL || r_mbps(r) > r_mbps(best))
+            best = r;
+    }
+    fmt_size(len, sz, sizeof(sz));
+    snprintf(target, sizeof(target), "%s dispatch %s B: %s >= 0.95x max(default, forced)",
+             a->name, sz, BENCH_HWAF_AUTO);
+    if (x == NULL || best == NULL || r_mbps(best) <= 0) {
+        snprintf(detail, sizeof(detail), "(%s not measured)",
+                 x == NULL ? BENCH_HWAF_AUTO : "default or hwaf");
+        verdict(target, detail, -1);
+        return;
+    }
+    snprintf(detail, sizeof(detail), "%.3fx (%.3g vs %s %.3g MB/s)", r_mbps(x) / r_mbps(best),
+             r_mbps(x), best->impl, r_mbps(best));
+    verdict(target, detail, r_mbps(x) >= 0.95 * r_mbps(best));
+}
+
 static int run_check(void)
 {
     int a, k;
@@ -886,6 +921,12 @@ static int run_check(void)
             ratio_target(al, "/dev/crypto", "hwaf-devcrypto", "bare-cryptodev",
                          opt.sizes[k], 0.9);
     }
+    /* Size-aware dispatch: hwaf in its default mode keeps up with the better
+     * of software and the kernel at every size. */
+    for (a = 0; a < opt.nalgs; a++)
+        if (opt.algs[a]->kind == BENCH_CIPHER || opt.algs[a]->kind == BENCH_DIGEST)
+            for (k = 0; k < opt.nsizes; k++)
+                auto_target(opt.algs[a], opt.sizes[k]);
     /* What zero-copy can bring on this kernel, for reference. */
     for (a = 0; a < opt.nalgs; a++) {
         for (k = 0; k < opt.nsizes; k++) {
@@ -956,10 +997,17 @@ static void describe_set(const bench_alg *a, const bench_set *s)
     int i;
 
     printf("\n=== %s (kernel %s) ===\n", a->name, a->kname);
-    for (i = 0; i < s->n; i++)
-        printf("  %-20s %-9s driver %-28s hw=%s\n", s->inst[i].name,
-               family_name(s->inst[i].family), s->inst[i].driver,
-               hw_name(s->inst[i].hw));
+    for (i = 0; i < s->n; i++) {
+        const bench_inst *in = &s->inst[i];
+
+        printf("  %-20s %-9s driver %-28s hw=%s", in->name, family_name(in->family),
+               in->driver, hw_name(in->hw));
+        if (strcmp(in->name, BENCH_HWAF_AUTO) == 0 && in->offload_min == SIZE_MAX)
+            printf(" offload_min=never");
+        else if (strcmp(in->name, BENCH_HWAF_AUTO) == 0)
+            printf(" offload_min=%zu", in->offload_min);
+        printf("\n");
+    }
     for (i = 0; i < s->nabsent; i++)
         if (want_impl(s->absent[i].name))
             printf("  %-20s unavailable: %s\n", s->absent[i].name, s->absent[i].why);
@@ -1127,6 +1175,7 @@ int main(int argc, char **argv)
         access(HWAF_BENCH_MODULE_DIR "/hwaf.so", R_OK) == 0 ? HWAF_BENCH_MODULE_DIR : NULL;
     unsigned char *in = NULL, *out = NULL, *ref = NULL;
     size_t maxlen = 0, i;
+    const char *calibration = NULL;
     char why[BENCH_WHY_MAX];
     int a, ret = 0;
 
@@ -1179,6 +1228,8 @@ int main(int argc, char **argv)
             opt.tcrypt = val;
         } else if (strcmp(arg, "--cryptodev") == 0) {
             bench_cryptodev_path = val;
+        } else if (strcmp(arg, "--calibration") == 0) {
+            calibration = val;
         } else if (strcmp(arg, "--modules") == 0) {
             modules = val;
             setenv("OPENSSL_MODULES", val, 1);
@@ -1189,10 +1240,6 @@ int main(int argc, char **argv)
         }
         a += takes;
     }
-    /* The hwaf-* lines measure the kernel path: below its offload threshold
-     * hwaf would compute in the process (docs/config.md, offload_min).  An
-     * explicit HWAF_OFFLOAD_MIN, or offload_min in openssl.cnf, still wins. */
-    setenv("HWAF_OFFLOAD_MIN", "0", 0);
     if (opt.seconds <= 0 || opt.seconds > 3600) {
         fprintf(stderr, "hwaf-bench: --seconds must be in (0, 3600]\n");
         return 64;
@@ -1223,7 +1270,7 @@ int main(int argc, char **argv)
 
     signal(SIGALRM, on_alarm);
     signal(SIGPIPE, SIG_IGN);
-    if (!bench_evp_init(modules, why, sizeof(why))) {
+    if (!bench_evp_init(modules, calibration, why, sizeof(why))) {
         fprintf(stderr, "hwaf-bench: %s\n", why);
         return 4;
     }

@@ -9,10 +9,12 @@
  */
 #define OPENSSL_SUPPRESS_DEPRECATED /* ENGINE: the afalg engine is a peer */
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -49,7 +51,35 @@ static void last_error(char *why, size_t whylen, const char *what)
     ERR_clear_error();
 }
 
-int bench_evp_init(const char *modules_dir, char *why, size_t whylen)
+/*
+ * hwaf configured as openssl.cnf would configure it, with calibration = file
+ * (docs/config.md): a temporary configuration loaded into the default
+ * library context, which activates hwaf with that key.
+ */
+static int load_calibration(const char *file, char *why, size_t whylen)
+{
+    char path[] = "/tmp/hwaf-bench-cnf.XXXXXX";
+    int fd = mkstemp(path), ok;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+    if (f == NULL) {
+        snprintf(why, whylen, "--calibration: temporary configuration: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd), unlink(path);
+        return 0;
+    }
+    fprintf(f, "openssl_conf = bench_init\n[bench_init]\nproviders = bench_providers\n"
+               "[bench_providers]\n%s = bench_hwaf\n[bench_hwaf]\ncalibration = %s\n"
+               "activate = 1\n", HWAF_PROVIDER_NAME, file);
+    ok = fclose(f) == 0 && OSSL_LIB_CTX_load_config(NULL, path);
+    if (!ok)
+        last_error(why, whylen, "--calibration: loading hwaf with the calibration");
+    unlink(path);
+    return ok;
+}
+
+int bench_evp_init(const char *modules_dir, const char *calibration, char *why,
+                   size_t whylen)
 {
     prov_default = OSSL_PROVIDER_load(NULL, "default");
     if (prov_default == NULL) {
@@ -59,6 +89,8 @@ int bench_evp_init(const char *modules_dir, char *why, size_t whylen)
     if (getenv("OPENSSL_MODULES") == NULL && modules_dir != NULL
         && modules_dir[0] != '\0')
         OSSL_PROVIDER_set_default_search_path(NULL, modules_dir);
+    if (calibration != NULL && !load_calibration(calibration, why, whylen))
+        return 0;
     prov_hwaf = OSSL_PROVIDER_load(NULL, HWAF_PROVIDER_NAME);
     if (prov_hwaf == NULL) {
         last_error(hwaf_why, sizeof(hwaf_why), "loading provider hwaf");
@@ -115,10 +147,26 @@ int bench_hwaf_counters(uint64_t ops[BENCH_CTR_COUNT],
     return OSSL_PARAM_modified(&p[0]) && OSSL_PARAM_modified(&p[2]);
 }
 
+/* A provider's multi-line parameter, indented under a title. */
+static void print_lines(FILE *f, const char *title, const char *s)
+{
+    if (s == NULL || s[0] == '\0')
+        return;
+    fprintf(f, "%s:\n", title);
+    while (*s != '\0') {
+        const char *nl = strchr(s, '\n');
+        int n = nl != NULL ? (int)(nl - s) : (int)strlen(s);
+
+        if (n > 0)
+            fprintf(f, "  %.*s\n", n, s);
+        s += n + (nl != NULL);
+    }
+}
+
 void bench_hwaf_describe(FILE *f)
 {
-    char *afalg = NULL, *devcrypto = NULL, *algs = NULL;
-    OSSL_PARAM p[4];
+    char *afalg = NULL, *devcrypto = NULL, *algs = NULL, *thresholds = NULL;
+    OSSL_PARAM p[5];
 
     if (prov_hwaf == NULL) {
         fprintf(f, "hwaf provider: not available (%s)\n", hwaf_why);
@@ -127,24 +175,15 @@ void bench_hwaf_describe(FILE *f)
     p[0] = OSSL_PARAM_construct_utf8_ptr(HWAF_PARAM_AFALG_STATUS, &afalg, 0);
     p[1] = OSSL_PARAM_construct_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, &devcrypto, 0);
     p[2] = OSSL_PARAM_construct_utf8_ptr(HWAF_PARAM_ALGORITHMS, &algs, 0);
-    p[3] = OSSL_PARAM_construct_end();
+    p[3] = OSSL_PARAM_construct_utf8_ptr(HWAF_PARAM_THRESHOLDS, &thresholds, 0);
+    p[4] = OSSL_PARAM_construct_end();
     if (!OSSL_PROVIDER_get_params(prov_hwaf, p))
         ERR_clear_error();
     fprintf(f, "hwaf provider: loaded; AF_ALG backend: %s; /dev/crypto backend: %s\n",
             afalg != NULL ? afalg : "?", devcrypto != NULL ? devcrypto : "?");
-    if (algs != NULL && algs[0] != '\0') {
-        const char *s = algs;
-
-        fprintf(f, "hwaf implementations:\n");
-        while (*s != '\0') {
-            const char *nl = strchr(s, '\n');
-            int n = nl != NULL ? (int)(nl - s) : (int)strlen(s);
-
-            if (n > 0)
-                fprintf(f, "  %.*s\n", n, s);
-            s += n + (nl != NULL);
-        }
-    }
+    print_lines(f, "hwaf implementations", algs);
+    /* What hwaf-auto goes by (the other hwaf lines are forced to the kernel). */
+    print_lines(f, "hwaf offload thresholds (hwaf-auto)", thresholds);
 }
 
 /* ---- EVP cipher ---- */
@@ -203,6 +242,8 @@ static const bench_ops evp_cipher_ops = { evp_cipher_op, evp_cipher_reset,
 typedef struct {
     EVP_MD_CTX *ctx;
     EVP_MD *md;
+    int offload;          /* hwaf-offload given at every init */
+    OSSL_PARAM init[2];   /* NULL-equivalent (end only) unless offload is set */
 } evp_md_st;
 
 static int evp_md_reset(void *vst, char *why, size_t whylen)
@@ -217,7 +258,9 @@ static int evp_md_op(void *vst, const unsigned char *in, unsigned char *out,
     evp_md_st *st = vst;
     unsigned int mdlen = 0;
 
-    if (!EVP_DigestInit_ex(st->ctx, st->md, NULL)
+    /* OpenSSL 3.0 makes a new provider context at every init: the forced
+     * path is asked for at each one. */
+    if (!EVP_DigestInit_ex2(st->ctx, st->md, st->init)
         || !EVP_DigestUpdate(st->ctx, in, len)
         || !EVP_DigestFinal_ex(st->ctx, out, &mdlen)) {
         last_error(why, whylen, "EVP_Digest*");
@@ -239,10 +282,26 @@ static void evp_md_close(void *vst)
 
 static const bench_ops evp_md_ops = { evp_md_op, evp_md_reset, evp_md_close };
 
-/* Ask a context which kernel driver serves it (hwaf's "hwaf-driver"). */
-static void ctx_driver(EVP_CIPHER_CTX *cctx, EVP_MD_CTX *mctx, char *out,
-                       size_t outlen, int *hw)
+/* Ask a context which kernel driver serves it (hwaf's "hwaf-driver"),
+ * over which backend (its counter) and from which size (hwaf-offload-min). */
+static void ctx_driver(EVP_CIPHER_CTX *cctx, EVP_MD_CTX *mctx, bench_inst *inst,
+                       int *hw)
 {
+    char *out = inst->driver, backend[16] = "";
+    size_t outlen = sizeof(inst->driver);
+    OSSL_PARAM q[3];
+
+    q[0] = OSSL_PARAM_construct_utf8_string(HWAF_PARAM_BACKEND, backend, sizeof(backend));
+    q[1] = OSSL_PARAM_construct_size_t(HWAF_PARAM_OFFLOAD_MIN, &inst->offload_min);
+    q[2] = OSSL_PARAM_construct_end();
+    if (cctx != NULL ? EVP_CIPHER_CTX_get_params(cctx, q) : EVP_MD_CTX_get_params(mctx, q)) {
+        if (strcmp(backend, "afalg") == 0)
+            inst->counter = BENCH_CTR_AFALG;
+        else if (strcmp(backend, "devcrypto") == 0)
+            inst->counter = BENCH_CTR_DEVCRYPTO;
+    }
+    ERR_clear_error();
+
     OSSL_PARAM p[3];
     char *ptr = NULL;
     int ok;
@@ -268,14 +327,23 @@ static void ctx_driver(EVP_CIPHER_CTX *cctx, EVP_MD_CTX *mctx, char *out,
 
 /*
  * Fetch alg with propq and open it; on failure record why under name.
- * want_driver: ask the context for its kernel driver.
+ * A hwaf line asks the context for its kernel driver and backend; offload
+ * is its hwaf-offload (BENCH_OFFLOAD_KERNEL: the forced lines), or
+ * BENCH_OFFLOAD_UNSET to leave the context as an application gets it.
  */
+#define BENCH_OFFLOAD_UNSET (-2)
+#define BENCH_OFFLOAD_KERNEL 1     /* hwaf-offload: every operation to the kernel */
+#define BENCH_CTR_FROM_CTX (-2)    /* counter: the backend the context reports */
 static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
-                         const char *propq, bench_family fam, int counter)
+                         const char *propq, bench_family fam, int counter, int offload)
 {
     char why[BENCH_WHY_MAX];
     bench_inst *inst;
     int hw = -1;
+    OSSL_PARAM init[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+
+    if (offload != BENCH_OFFLOAD_UNSET)
+        init[0] = OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &offload);
 
     if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC) {
         inst = bench_open_aead_mac(s, a, name, propq, fam);
@@ -297,7 +365,7 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
         }
         st->ctx = EVP_CIPHER_CTX_new();
         if (st->ctx == NULL
-            || !EVP_EncryptInit_ex2(st->ctx, st->fetched, bench_key, bench_iv, NULL)
+            || !EVP_EncryptInit_ex2(st->ctx, st->fetched, bench_key, bench_iv, init)
             || !EVP_CIPHER_CTX_set_padding(st->ctx, 0)) {
             last_error(why, sizeof(why), "EVP_EncryptInit_ex2");
             bench_set_absent(s, name, "%s", why);
@@ -312,17 +380,21 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
         inst->ops = &evp_cipher_ops;
         inst->st = st;
         if (fam == BENCH_FAM_HWAF)
-            ctx_driver(st->ctx, NULL, inst->driver, sizeof(inst->driver), &hw);
+            ctx_driver(st->ctx, NULL, inst, &hw);
     } else {
         evp_md_st *st = calloc(1, sizeof(*st));
 
         if (st == NULL)
             return;
+        st->offload = offload;
+        st->init[0] = st->init[1] = init[1];
+        if (offload != BENCH_OFFLOAD_UNSET)
+            st->init[0] = OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &st->offload);
         st->md = EVP_MD_fetch(NULL, a->name, propq);
         st->ctx = EVP_MD_CTX_new();
         if (st->md == NULL || st->ctx == NULL
-            || !EVP_DigestInit_ex(st->ctx, st->md, NULL)) {
-            last_error(why, sizeof(why), st->md == NULL ? "fetch" : "EVP_DigestInit_ex");
+            || !EVP_DigestInit_ex2(st->ctx, st->md, st->init)) {
+            last_error(why, sizeof(why), st->md == NULL ? "fetch" : "EVP_DigestInit_ex2");
             bench_set_absent(s, name, "%s", why);
             evp_md_close(st);
             return;
@@ -335,15 +407,17 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
         inst->ops = &evp_md_ops;
         inst->st = st;
         if (fam == BENCH_FAM_HWAF)
-            ctx_driver(NULL, st->ctx, inst->driver, sizeof(inst->driver), &hw);
+            ctx_driver(NULL, st->ctx, inst, &hw);
     }
     inst->hw = hw;
-    inst->counter = counter;
+    if (counter != BENCH_CTR_FROM_CTX)
+        inst->counter = counter;
 }
 
 void bench_open_default(bench_set *s, const bench_alg *a)
 {
-    open_fetched(s, a, "default", "provider=default", BENCH_FAM_SOFTWARE, -1);
+    open_fetched(s, a, "default", "provider=default", BENCH_FAM_SOFTWARE, -1,
+                 BENCH_OFFLOAD_UNSET);
 }
 
 /* Does the hwaf provider offer alg with this property query? */
@@ -392,17 +466,30 @@ void bench_open_hwaf(bench_set *s, const bench_alg *a)
             char n2[BENCH_NAME_MAX + 4];
 
             snprintf(n2, sizeof(n2), "%s-hw", name);
-            open_fetched(s, a, n2, q_hw, BENCH_FAM_HWAF, (int)i);
+            open_fetched(s, a, n2, q_hw, BENCH_FAM_HWAF, (int)i, BENCH_OFFLOAD_KERNEL);
             snprintf(n2, sizeof(n2), "%s-sw", name);
-            open_fetched(s, a, n2, q_sw, BENCH_FAM_HWAF, (int)i);
+            open_fetched(s, a, n2, q_sw, BENCH_FAM_HWAF, (int)i, BENCH_OFFLOAD_KERNEL);
         } else if (yes || no) {
-            open_fetched(s, a, name, yes ? q_hw : q_sw, BENCH_FAM_HWAF, (int)i);
+            open_fetched(s, a, name, yes ? q_hw : q_sw, BENCH_FAM_HWAF, (int)i,
+                         BENCH_OFFLOAD_KERNEL);
         } else {
             bench_set_absent(s, name, "not offered by hwaf for this algorithm "
                              "(backend %s unusable or kernel lacks %s)",
                              backends[i], a->kname);
         }
     }
+    /* hwaf as an application that prefers it gets it: whichever
+     * implementation "provider=hwaf" fetches, in its default mode (each
+     * operation to the kernel or to software by the implementation's
+     * threshold).  GCM and HMAC have no software path: no line of their own. */
+    if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC)
+        return;
+    if (prov_hwaf == NULL || !hwaf_offers(a, "provider=" HWAF_PROVIDER_NAME))
+        bench_set_absent(s, BENCH_HWAF_AUTO, "%s", prov_hwaf == NULL ? hwaf_why
+                         : "not offered by hwaf for this algorithm");
+    else
+        open_fetched(s, a, BENCH_HWAF_AUTO, "provider=" HWAF_PROVIDER_NAME, BENCH_FAM_HWAF,
+                     BENCH_CTR_FROM_CTX, BENCH_OFFLOAD_UNSET);
 }
 
 /* ---- Debian's afalg engine ---- */
