@@ -243,7 +243,8 @@ typedef struct {
     EVP_MD_CTX *ctx;
     EVP_MD *md;
     int offload;          /* hwaf-offload given at every init */
-    OSSL_PARAM init[2];   /* NULL-equivalent (end only) unless offload is set */
+    OSSL_PARAM init[2];
+    const OSSL_PARAM *initp;  /* init, or NULL when offload is not set */
 } evp_md_st;
 
 static int evp_md_reset(void *vst, char *why, size_t whylen)
@@ -260,7 +261,7 @@ static int evp_md_op(void *vst, const unsigned char *in, unsigned char *out,
 
     /* OpenSSL 3.0 makes a new provider context at every init: the forced
      * path is asked for at each one. */
-    if (!EVP_DigestInit_ex2(st->ctx, st->md, st->init)
+    if (!EVP_DigestInit_ex2(st->ctx, st->md, st->initp)
         || !EVP_DigestUpdate(st->ctx, in, len)
         || !EVP_DigestFinal_ex(st->ctx, out, &mdlen)) {
         last_error(why, whylen, "EVP_Digest*");
@@ -365,7 +366,8 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
         }
         st->ctx = EVP_CIPHER_CTX_new();
         if (st->ctx == NULL
-            || !EVP_EncryptInit_ex2(st->ctx, st->fetched, bench_key, bench_iv, init)
+            || !EVP_EncryptInit_ex2(st->ctx, st->fetched, bench_key, bench_iv,
+                                    offload != BENCH_OFFLOAD_UNSET ? init : NULL)
             || !EVP_CIPHER_CTX_set_padding(st->ctx, 0)) {
             last_error(why, sizeof(why), "EVP_EncryptInit_ex2");
             bench_set_absent(s, name, "%s", why);
@@ -388,12 +390,14 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
             return;
         st->offload = offload;
         st->init[0] = st->init[1] = init[1];
-        if (offload != BENCH_OFFLOAD_UNSET)
+        if (offload != BENCH_OFFLOAD_UNSET) {
             st->init[0] = OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &st->offload);
+            st->initp = st->init;
+        }
         st->md = EVP_MD_fetch(NULL, a->name, propq);
         st->ctx = EVP_MD_CTX_new();
         if (st->md == NULL || st->ctx == NULL
-            || !EVP_DigestInit_ex2(st->ctx, st->md, st->init)) {
+            || !EVP_DigestInit_ex2(st->ctx, st->md, st->initp)) {
             last_error(why, sizeof(why), st->md == NULL ? "fetch" : "EVP_DigestInit_ex2");
             bench_set_absent(s, name, "%s", why);
             evp_md_close(st);
