@@ -71,8 +71,13 @@ static int load_calibration(const char *file, char *why, size_t whylen)
     fprintf(f, "openssl_conf = bench_init\n[bench_init]\nproviders = bench_providers\n"
                "[bench_providers]\n%s = bench_hwaf\n[bench_hwaf]\ncalibration = %s\n"
                "activate = 1\n", HWAF_PROVIDER_NAME, file);
-    ok = fclose(f) == 0 && OSSL_LIB_CTX_load_config(NULL, path);
-    if (!ok)
+    /* A configuration whose provider fails to activate can still load:
+     * hwaf must be there now, else it would come up without the file. */
+    ok = fclose(f) == 0 && OSSL_LIB_CTX_load_config(NULL, path)
+         && OSSL_PROVIDER_available(NULL, HWAF_PROVIDER_NAME);
+    if (!ok && ERR_peek_error() == 0)
+        snprintf(why, whylen, "--calibration %s: hwaf did not load with it", file);
+    else if (!ok)
         last_error(why, whylen, "--calibration: loading hwaf with the calibration");
     unlink(path);
     return ok;
