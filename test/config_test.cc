@@ -343,8 +343,9 @@ TEST_F(RequestMax, ConfiguredLimitsSplitEveryRequest)
         /* XTS: a data unit of the limit's size (units above it take more
          * than one request there: ecb pieces). */
         Bytes unit(in.begin(), in.begin() + (strstr(name, "XTS") ? limit : len));
-        if (strstr(name, "XTS") != nullptr)
+        if (strstr(name, "XTS") != nullptr) {
             ASSERT_TRUE(cipher_oneshot(d.get(), 1, k, iv, unit, &want, 0));
+        }
         uint64_t before = backend_ops(lib);
         ASSERT_TRUE(cipher_oneshot(h.get(), 1, k, iv, unit, &got, 0)) << name << ": " << error_queue_text();
         uint64_t ops = backend_ops(lib) - before;
