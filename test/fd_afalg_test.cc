@@ -11,7 +11,6 @@
  */
 #include "hwaf_test.h"
 
-#include <dirent.h>
 #include <sys/resource.h>
 
 #include <cerrno>
@@ -22,18 +21,6 @@
 using namespace hwaf_test;
 
 namespace {
-
-int open_fds()
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (d == nullptr)
-        return -1;
-    while (readdir(d) != nullptr)
-        n++;
-    closedir(d);
-    return n;
-}
 
 /* Key and IV of context i, and its input. */
 void material(size_t i, size_t keylen, Bytes *key, Bytes *iv, Bytes *in)
@@ -62,7 +49,7 @@ TEST_F(AfalgFd, OneDescriptorPerCipherContext)
         ASSERT_TRUE(h && d) << name << ": " << error_queue_text();
         const bool gcm = strstr(name, "GCM") != nullptr;
         const size_t keylen = (size_t)EVP_CIPHER_get_key_length(d.get());
-        const int fds0 = open_fds();
+        const int fds0 = count_fds();
         std::vector<CtxPtr> ctx(N);
         size_t fail = 0, wrong = 0;
         Bytes key, iv, in, out(64), ref;
@@ -87,7 +74,7 @@ TEST_F(AfalgFd, OneDescriptorPerCipherContext)
                 || memcmp(ref.data(), out.data(), (size_t)l) != 0)
                 wrong++;
         }
-        const int fds1 = open_fds();
+        const int fds1 = count_fds();
         EXPECT_EQ(fail, 0u) << name;
         EXPECT_EQ(wrong, 0u) << name;
         /* One operation socket each; the transform's socket is closed. */
@@ -95,7 +82,7 @@ TEST_F(AfalgFd, OneDescriptorPerCipherContext)
                                            << fds1 - fds0 << " descriptors";
         EXPECT_EQ(ctx_param_str(ctx[0].get(), HWAF_PARAM_BACKEND), "afalg") << name;
         ctx.clear();
-        EXPECT_LE(open_fds(), fds0 + 2) << name << ": descriptors left after freeing";
+        EXPECT_LE(count_fds(), fds0 + 2) << name << ": descriptors left after freeing";
     }
 }
 
@@ -111,12 +98,9 @@ TEST_F(AfalgFd, ManyContextsUnderUlimit1024)
     CipherPtr h(EVP_CIPHER_fetch(lib_->get(), "AES-128-CBC", "provider=hwaf,hwaf.backend=afalg"));
     CipherPtr d(EVP_CIPHER_fetch(lib_->get(), "AES-128-CBC", "provider=default"));
     ASSERT_TRUE(h && d);
-    struct rlimit old {}, r {};
-    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
-    r = old;
-    r.rlim_cur = 1024;
-    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &r), 0) << strerror(errno);
-    const int fds0 = open_fds();
+    FdLimit limit(1024);
+    ASSERT_TRUE(limit.ok) << strerror(errno);
+    const int fds0 = count_fds();
     std::vector<CtxPtr> ctx(N);
     size_t ok = 0, clean = 0, wrong = 0, unclean = 0;
     Bytes key, iv, in, out(64), ref;
@@ -139,7 +123,6 @@ TEST_F(AfalgFd, ManyContextsUnderUlimit1024)
             ok++;
     }
     ctx.clear();
-    setrlimit(RLIMIT_NOFILE, &old);
     EXPECT_EQ(wrong, 0u) << "contexts with wrong bytes";
     EXPECT_EQ(unclean, 0u) << "failures without a reason";
     EXPECT_GE(ok, (size_t)(1024 - fds0 - 64)) << ok << " of " << N << " worked, " << clean

@@ -53,38 +53,6 @@ protected:
     }
 };
 
-int open_fds()
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (d == nullptr)
-        return -1;
-    while (readdir(d) != nullptr)
-        n++;
-    closedir(d);
-    return n;
-}
-
-/* The soft descriptor limit lowered for the life of the object. */
-struct FdLimit {
-    struct rlimit old {};
-    bool ok = false;
-    explicit FdLimit(rlim_t n)
-    {
-        struct rlimit r;
-        if (getrlimit(RLIMIT_NOFILE, &old) != 0)
-            return;
-        r = old;
-        r.rlim_cur = n;
-        ok = setrlimit(RLIMIT_NOFILE, &r) == 0;
-    }
-    ~FdLimit()
-    {
-        if (ok)
-            setrlimit(RLIMIT_NOFILE, &old);
-    }
-};
-
 class DevcryptoFd : public DevcryptoTest {};
 
 TEST_F(DevcryptoFd, TenThousandLiveContextsUnderUlimit1024)
@@ -98,7 +66,7 @@ TEST_F(DevcryptoFd, TenThousandLiveContextsUnderUlimit1024)
         return;
     FdLimit limit(1024);
     ASSERT_TRUE(limit.ok) << "setrlimit(RLIMIT_NOFILE, 1024): " << strerror(errno);
-    const int fds0 = open_fds();
+    const int fds0 = count_fds();
     ASSERT_GT(fds0, 0);
     ASSERT_LT(fds0, 900) << "too many descriptors open before the test";
 
@@ -124,7 +92,7 @@ TEST_F(DevcryptoFd, TenThousandLiveContextsUnderUlimit1024)
         }
     }
     /* All 20,000 are alive now. */
-    const int fds1 = open_fds();
+    const int fds1 = count_fds();
     EXPECT_LE(fds1, fds0 + 2) << "descriptors grew from " << fds0 << " to " << fds1
                               << " with " << N << " cipher and digest contexts";
     EXPECT_EQ(ctx_param_str(ciphers[0].get(), HWAF_PARAM_BACKEND), "devcrypto");

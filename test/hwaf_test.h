@@ -17,6 +17,8 @@
 
 #include <hwaf/hwaf.h>
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -71,6 +73,34 @@ std::string error_queue_text();
 /* Assert the queue is not empty and every entry has a non-empty reason
  * string; the queue is cleared afterwards. */
 ::testing::AssertionResult has_reasoned_error();
+
+/* ---- descriptors ------------------------------------------------------ */
+
+/* Descriptors open in this process; with list, one "fd -> target" line each. */
+int count_fds(std::string *list = nullptr);
+
+/* The soft descriptor limit lowered to n for the life of the object
+ * (ok: it was set). */
+struct FdLimit {
+    struct rlimit old {};
+    bool ok = false;
+    explicit FdLimit(rlim_t n)
+    {
+        struct rlimit r;
+        if (getrlimit(RLIMIT_NOFILE, &old) != 0)
+            return;
+        r = old;
+        r.rlim_cur = n;
+        ok = setrlimit(RLIMIT_NOFILE, &r) == 0;
+    }
+    ~FdLimit()
+    {
+        if (ok)
+            setrlimit(RLIMIT_NOFILE, &old);
+    }
+    FdLimit(const FdLimit &) = delete;
+    FdLimit &operator=(const FdLimit &) = delete;
+};
 
 /* ---- RAII ------------------------------------------------------------- */
 
