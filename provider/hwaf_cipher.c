@@ -29,6 +29,8 @@ typedef struct hwaf_cipher_ctx_st {
     hwaf_be_cipher *be;             /* kernel session, opened on first need */
     unsigned int gen;               /* fork generation be was opened in */
     hwaf_be_cipher *sw;             /* software session (hwaf_soft.h), likewise */
+    int sw_live;                    /* sw's stream holds the running state:
+                                     * iv (CBC, CTR) and buf (CTR) are stale */
     int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     unsigned char key[HWAF_MAX_KEY];
     size_t keylen;
@@ -138,42 +140,104 @@ static void sw_drop(hwaf_cipher_ctx *ctx)
     if (ctx->sw != NULL)
         ctx->impl->soft->be->cipher_close(ctx->sw);
     ctx->sw = NULL;
+    ctx->sw_live = 0;
+}
+
+/* The direction of the software stream: CTR only ever encrypts. */
+static int sw_dir(const hwaf_cipher_ctx *ctx)
+{
+    return ctx->impl->alg->mode == HWAF_MODE_CTR ? 1 : ctx->enc;
 }
 
 /*
- * Size-aware dispatch: the session and backend for an operation of n bytes,
- * the kernel's or the software twin's; both take the same whole blocks and
- * IV.  NULL when the session cannot be had (error raised).
+ * The software stream's state back into the context (iv; for CTR inside a
+ * block, the keystream block too); the stream ends.  Before an operation
+ * goes to the kernel, before a copy, at init.
  */
-static hwaf_be_cipher *path_get(hwaf_cipher_ctx *ctx, size_t n, const hwaf_backend **b)
+static int sw_stop(hwaf_cipher_ctx *ctx)
+{
+    int mode = ALG(ctx)->mode, ok = 1;
+
+    if (!ctx->sw_live)
+        return 1;
+    ctx->sw_live = 0;
+    if (mode != HWAF_MODE_XTS)  /* XTS: the tweak never changes */
+        ok = hwaf_soft_cipher_iv(ctx->sw, sw_dir(ctx), ctx->iv)
+             && (mode != HWAF_MODE_CTR || ctx->num == 0
+                 || hwaf_soft_cipher_keystream(ctx->sw, ctx->iv, ctx->buf));
+    if (!ok)
+        ctx->failed = 1;
+    return ok;
+}
+
+/* The running IV or counter into ctx->iv; the stream goes on. */
+static int sw_peek(hwaf_cipher_ctx *ctx)
+{
+    if (!ctx->sw_live || ALG(ctx)->mode == HWAF_MODE_XTS)
+        return 1;
+    return hwaf_soft_cipher_iv(ctx->sw, sw_dir(ctx), ctx->iv);
+}
+
+/* Size-aware dispatch: 1 when an operation of n bytes is computed in software. */
+static int sw_wanted(const hwaf_cipher_ctx *ctx, size_t n)
+{
+    return ctx->impl->soft != NULL && !hwaf_offload(ctx->impl, ctx->offload, n);
+}
+
+/*
+ * n bytes in software, continuing the stream; a stream not running starts
+ * from the context's state (CTR: at a block boundary, see ctr_crypt).
+ */
+static int sw_run(hwaf_cipher_ctx *ctx, const unsigned char *in, unsigned char *out,
+                  size_t n)
 {
     const hwaf_impl *soft = ctx->impl->soft;
+    int dir = sw_dir(ctx);
+
+    if (!ctx->sw_live) {
+        if (!ctx->key_set) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+            return 0;
+        }
+        if (ctx->sw == NULL
+            && !soft->be->cipher_open(&ctx->sw, soft, ctx->key, ctx->keylen))
+            return 0;
+        if (!hwaf_soft_cipher_start(ctx->sw, dir, ctx->iv)) {
+            ctx->failed = 1;
+            return 0;
+        }
+        ctx->sw_live = 1;
+    }
+    if (hwaf_soft_cipher_run(ctx->sw, dir, in, out, n))
+        return 1;
+    ctx->sw_live = 0;
+    ctx->failed = 1;
+    return 0;
+}
+
+/*
+ * The kernel session for an operation, the software stream's state taken
+ * back first.  NULL with *soft set when the session cannot be had for want
+ * of descriptors or in a sandbox and software serves the operation instead
+ * (hwaf_soft.h); NULL with *soft 0 on an error (raised).
+ */
+static hwaf_be_cipher *kernel_get(hwaf_cipher_ctx *ctx, int *soft)
+{
     hwaf_be_cipher *be;
     hwaf_open_try t;
 
-    if (soft == NULL || hwaf_offload(ctx->impl, ctx->offload, n)) {
-        *b = ctx->impl->be;
-        if (ctx->be != NULL && ctx->gen == hwaf_fork_generation)
-            return ctx->be;
-        hwaf_open_begin(ctx->impl, &t);
-        if ((be = be_get(ctx)) != NULL) {
-            hwaf_open_end(ctx->impl, &t);
-            return be;
-        }
-        /* Out of descriptors or sandboxed: this operation in software. */
-        if (!hwaf_open_fallback(ctx->impl, &t, ctx->offload))
-            return NULL;
+    *soft = 0;
+    if (!sw_stop(ctx))
+        return NULL;
+    if (ctx->be != NULL && ctx->gen == hwaf_fork_generation)
+        return ctx->be;
+    hwaf_open_begin(ctx->impl, &t);
+    if ((be = be_get(ctx)) != NULL) {
+        hwaf_open_end(ctx->impl, &t);
+        return be;
     }
-    *b = soft->be;
-    if (ctx->sw == NULL) {
-        if (!ctx->key_set) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
-            return NULL;
-        }
-        if (!soft->be->cipher_open(&ctx->sw, soft, ctx->key, ctx->keylen))
-            return NULL;
-    }
-    return ctx->sw;
+    *soft = hwaf_open_fallback(ctx->impl, &t, ctx->offload);
+    return NULL;
 }
 
 /*
@@ -218,13 +282,16 @@ static void ctr_add(unsigned char ctr[BLK], size_t blocks)
 static int cbc_blocks(hwaf_cipher_ctx *ctx, unsigned char *out,
                       const unsigned char *in, size_t len)
 {
-    const hwaf_backend *b;
-    hwaf_be_cipher *be = path_get(ctx, len, &b);
+    const hwaf_backend *b = ctx->impl->be;
+    hwaf_be_cipher *be;
     size_t max, n;
     unsigned char next[BLK];
+    int soft;
 
-    if (be == NULL)
-        return 0;
+    if (sw_wanted(ctx, len))
+        return sw_run(ctx, in, out, len);
+    if ((be = kernel_get(ctx, &soft)) == NULL)
+        return soft && sw_run(ctx, in, out, len);
     max = b->cipher_max(be) & ~(size_t)(BLK - 1);
     while (len > 0) {
         n = len < max ? len : max;
@@ -241,24 +308,55 @@ static int cbc_blocks(hwaf_cipher_ctx *ctx, unsigned char *out,
 }
 
 /* CTR: any length, position inside a block kept in num/buf. */
+/* Finish the keystream block left over from the last call. */
+static void ctr_leftover(hwaf_cipher_ctx *ctx, unsigned char **out,
+                         const unsigned char **in, size_t *len)
+{
+    while (ctx->num != 0 && *len > 0) {
+        *(*out)++ = *(*in)++ ^ ctx->buf[ctx->num];
+        ctx->num = (ctx->num + 1) % BLK;
+        (*len)--;
+    }
+}
+
+/*
+ * CTR in software: a running stream keeps counter, num and keystream; one
+ * that starts does so at a block boundary, after what is left of the
+ * context's own keystream block.
+ */
+static int ctr_soft(hwaf_cipher_ctx *ctx, unsigned char *out,
+                    const unsigned char *in, size_t len)
+{
+    if (!ctx->sw_live)
+        ctr_leftover(ctx, &out, &in, &len);
+    if (len == 0)
+        return 1;
+    if (!sw_run(ctx, in, out, len))
+        return 0;
+    ctx->num = (unsigned int)((ctx->num + len) % BLK);
+    return 1;
+}
+
 static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
                      const unsigned char *in, size_t len)
 {
-    const hwaf_backend *b;
+    const hwaf_backend *b = ctx->impl->be;
     hwaf_be_cipher *be;
     size_t max, n, i, full, tail;
     unsigned char blk[CTR_BOUNCE + BLK];
+    int soft;
 
-    /* Finish the keystream block left over from the last call. */
-    while (ctx->num != 0 && len > 0) {
-        *out++ = *in++ ^ ctx->buf[ctx->num];
-        ctx->num = (ctx->num + 1) % BLK;
-        len--;
-    }
     if (len == 0)
         return 1;
-    if ((be = path_get(ctx, len, &b)) == NULL)
+    if (sw_wanted(ctx, len))
+        return ctr_soft(ctx, out, in, len);
+    if (!sw_stop(ctx))
         return 0;
+    ctr_leftover(ctx, &out, &in, &len);
+    if (len == 0)
+        return 1;
+    if ((be = kernel_get(ctx, &soft)) == NULL)
+        return soft && ctr_soft(ctx, out, in, len);
     max = b->cipher_max(be) & ~(size_t)(BLK - 1);
     full = len & ~(size_t)(BLK - 1);
     tail = len - full;
@@ -387,9 +485,10 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
 static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
                     const unsigned char *in, size_t len)
 {
-    const hwaf_backend *b;
+    const hwaf_backend *b = ctx->impl->be;
     hwaf_be_cipher *be;
     size_t max;
+    int soft;
 
     if (!ctx->key_set) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
@@ -409,8 +508,10 @@ static int xts_unit(hwaf_cipher_ctx *ctx, unsigned char *out,
                    "%zu bytes, at most %zu", len, XTS_MAX_UNIT);
         return 0;
     }
-    if ((be = path_get(ctx, len, &b)) == NULL)
-        return 0;
+    if (sw_wanted(ctx, len))
+        return sw_run(ctx, in, out, len);
+    if ((be = kernel_get(ctx, &soft)) == NULL)
+        return soft && sw_run(ctx, in, out, len);
     max = b->cipher_max(be);
     if (len > max)
         return xts_split(ctx, be, max, out, in, len);
@@ -459,6 +560,10 @@ static void *cipher_dupctx(void *vctx)
 {
     hwaf_cipher_ctx *src = vctx, *dst;
 
+    /* The copy starts from the whole state: the source's own software
+     * stream ends here and restarts at its next operation. */
+    if (!sw_stop(src))
+        return NULL;
     dst = OPENSSL_malloc(sizeof(*dst));
     if (dst == NULL) {
         HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
@@ -468,6 +573,7 @@ static void *cipher_dupctx(void *vctx)
     dst->be = NULL;
     dst->ecb = NULL;
     dst->sw = NULL;     /* reopened from the key on first need */
+    dst->sw_live = 0;
     dst->tlsmac = NULL;
     if (src->tlsmac != NULL
         && (dst->tlsmac = OPENSSL_memdup(src->tlsmac, src->tlsmacsize)) == NULL) {
@@ -488,6 +594,9 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
 {
     const hwaf_alg *alg = ALG(ctx);
 
+    /* CTR re-initialised without an IV goes on from the running counter. */
+    if (!sw_stop(ctx))
+        return 0;
     ctx->enc = enc ? 1 : 0;
     ctx->bufsz = 0;
     ctx->num = 0;
@@ -881,7 +990,7 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && !set_octets(p, ctx->oiv, ALG(ctx)->ivlen))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
-        && !set_octets(p, ctx->iv, ALG(ctx)->ivlen))
+        && (!sw_peek(ctx) || !set_octets(p, ctx->iv, ALG(ctx)->ivlen)))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC)) != NULL
         && !OSSL_PARAM_set_octet_ptr(p, ctx->tlsmac, ctx->tlsmacsize))
@@ -958,6 +1067,9 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "num");
             return 0;
         }
+        /* A new position inside the current keystream block: ours. */
+        if (!sw_stop(ctx))
+            return 0;
         ctx->num = num;
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_USE_BITS)) != NULL) {

@@ -32,7 +32,8 @@ typedef struct hwaf_digest_ctx_st {
     int where;         /* PATH_*: where this message goes */
     int be_used;       /* be holds data of an earlier message: reset first */
     int offload;       /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
-    hwaf_be_md *sw;    /* software hash, opened on first need */
+    void *sw;          /* software hash: the default provider's context
+                        * (hwaf_soft.h), made on first need */
     unsigned char *hold; /* the message so far, while PATH_UNDECIDED */
     size_t held, holdcap;
 } hwaf_digest_ctx;
@@ -113,8 +114,9 @@ static void digest_freectx(void *vctx)
         return;
     detach(ctx);
     if (ctx->sw != NULL)
-        ctx->impl->soft->be->md_close(ctx->sw);
-    OPENSSL_clear_free(ctx->hold, ctx->holdcap);
+        hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
+    OPENSSL_cleanse(ctx->hold, ctx->held);  /* the rest is wiped already */
+    OPENSSL_free(ctx->hold);
     OPENSSL_free(ctx);
 }
 
@@ -145,7 +147,7 @@ static void *digest_dupctx(void *vctx)
             goto err;
         attach(dst, be);
     } else if (src->where == PATH_SOFT && src->sw != NULL
-               && !src->impl->soft->be->md_dup(&dst->sw, src->sw)) {
+               && (dst->sw = hwaf_soft_md_dup(src->impl->soft, src->sw)) == NULL) {
         goto err;
     } else if (src->where == PATH_UNDECIDED && src->held > 0) {
         if ((dst->hold = OPENSSL_memdup(src->hold, src->holdcap)) == NULL) {
@@ -192,10 +194,10 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
         ctx->where = PATH_KERNEL;
         ok = ctx->held == 0 || ctx->impl->be->md_update(ctx->be, ctx->hold, ctx->held);
     } else {
-        if (ctx->sw == NULL && !soft->be->md_open(&ctx->sw, soft))
+        if (ctx->sw == NULL && (ctx->sw = hwaf_soft_md_new(soft)) == NULL)
             return 0;
         ctx->where = PATH_SOFT;
-        ok = ctx->held == 0 || soft->be->md_update(ctx->sw, ctx->hold, ctx->held);
+        ok = ctx->held == 0 || hwaf_soft_md_update(soft, ctx->sw, ctx->hold, ctx->held);
     }
     OPENSSL_cleanse(ctx->hold, ctx->held);
     ctx->held = 0;
@@ -212,6 +214,22 @@ static size_t threshold(const hwaf_digest_ctx *ctx)
     return ctx->impl->offload_min < HOLD_MAX ? ctx->impl->offload_min : HOLD_MAX;
 }
 
+/* A decided message: more of it; its digest, and a new message begins. */
+static int md_more(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
+{
+    if (ctx->where == PATH_KERNEL)
+        return ctx->impl->be->md_update(ctx->be, in, inl);
+    return hwaf_soft_md_update(ctx->impl->soft, ctx->sw, in, inl);
+}
+
+static int md_restart(hwaf_digest_ctx *ctx, unsigned char *md)
+{
+    if (ctx->where == PATH_KERNEL)
+        return ctx->impl->be->md_final(ctx->be, md);
+    return hwaf_soft_md_final(ctx->impl->soft, ctx->sw, md)
+           && hwaf_soft_md_init(ctx->impl->soft, ctx->sw);
+}
+
 /* Take inl more bytes of the message. */
 static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
 {
@@ -226,16 +244,23 @@ static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
                 return 0;
         } else {
             if (ctx->held + inl > ctx->holdcap) {
-                size_t cap = t;   /* t <= HOLD_MAX: once per context */
-                unsigned char *h = OPENSSL_malloc(cap);
+                /* Doubling, up to t (<= HOLD_MAX): a short message never
+                 * pays for a buffer of the threshold's size. */
+                size_t cap = ctx->holdcap < 128 ? 256 : 2 * ctx->holdcap;
+                unsigned char *h;
 
-                if (h == NULL) {
+                if (cap < ctx->held + inl)
+                    cap = ctx->held + inl;
+                if (cap > t)
+                    cap = t;
+                if ((h = OPENSSL_malloc(cap)) == NULL) {
                     HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
                     return 0;
                 }
                 if (ctx->held > 0)
                     memcpy(h, ctx->hold, ctx->held);
-                OPENSSL_clear_free(ctx->hold, ctx->holdcap);
+                OPENSSL_cleanse(ctx->hold, ctx->held);
+                OPENSSL_free(ctx->hold);
                 ctx->hold = h;
                 ctx->holdcap = cap;
             }
@@ -246,9 +271,7 @@ static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
     }
     if (inl == 0)
         return 1;
-    if (ctx->where == PATH_KERNEL)
-        return ctx->impl->be->md_update(ctx->be, in, inl);
-    return ctx->impl->soft->be->md_update(ctx->sw, in, inl);
+    return md_more(ctx, in, inl);
 }
 
 /* Decide a message still held back: it ended below the threshold. */
@@ -271,8 +294,7 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
         /* Whatever the failed operation left in the kernel or in software
          * goes with its object; the next message starts on a fresh one. */
         detach(ctx);
-        if (ctx->sw != NULL)
-            ctx->impl->soft->be->md_close(ctx->sw);
+        hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
         ctx->sw = NULL;
         ctx->be_used = 0;
         ctx->where = PATH_UNDECIDED;
@@ -282,7 +304,7 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
     ctx->inited = 1;
     OPENSSL_cleanse(ctx->hold, ctx->held);
     ctx->held = 0;
-    if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw)) {
+    if (ctx->where == PATH_SOFT && !hwaf_soft_md_init(ctx->impl->soft, ctx->sw)) {
         ctx->failed = 1;
         return 0;
     }
@@ -361,7 +383,7 @@ static int digest_final(void *vctx, unsigned char *out, size_t *outl,
     ctx->finalised = 1;
     if (!settle(ctx)
         || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
-                                      : !ctx->impl->soft->be->md_final(ctx->sw, out))) {
+                                      : !hwaf_soft_md_final(ctx->impl->soft, ctx->sw, out))) {
         ctx->failed = 1;
         return 0;
     }
@@ -420,8 +442,6 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
     const OSSL_PARAM *p;
-    const hwaf_backend *b;
-    hwaf_be_md *s;
     unsigned char pad[40], inner[HWAF_MAX_MD];
     const void *ms;
     size_t mslen;
@@ -455,16 +475,14 @@ static int digest_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         ctx->failed = 1;
         return 0;
     }
-    b = ctx->where == PATH_KERNEL ? ctx->impl->be : ctx->impl->soft->be;
-    s = ctx->where == PATH_KERNEL ? ctx->be : ctx->sw;
     memset(pad, 0x36, sizeof(pad));
-    ok = b->md_update(s, ms, mslen)
-         && b->md_update(s, pad, sizeof(pad))
-         && b->md_final(s, inner);
+    ok = md_more(ctx, ms, mslen)
+         && md_more(ctx, pad, sizeof(pad))
+         && md_restart(ctx, inner);
     memset(pad, 0x5c, sizeof(pad));
-    ok = ok && b->md_update(s, ms, mslen)
-         && b->md_update(s, pad, sizeof(pad))
-         && b->md_update(s, inner, 20);
+    ok = ok && md_more(ctx, ms, mslen)
+         && md_more(ctx, pad, sizeof(pad))
+         && md_more(ctx, inner, 20);
     OPENSSL_cleanse(inner, sizeof(inner));
     if (!ok)
         ctx->failed = 1;

@@ -2,8 +2,10 @@
  * The software path of size-aware dispatch: OpenSSL's default provider,
  * loaded once per process into a library context of its own (so that it
  * can never resolve back to hwaf), reached through its dispatch functions.
- * An operation costs the default provider's own work plus an init call to
- * set the IV: no EVP layer, no allocation.
+ * A cipher stream that stays in software keeps its state in the default
+ * provider's context (hwaf_soft_cipher_start/run): an operation costs the
+ * default provider's own work and one indirect call; no EVP layer, no
+ * allocation.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -11,7 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/params.h>
 #include <openssl/provider.h>
 #include "hwaf_soft.h"
 #include "hwaf_err.h"
@@ -133,6 +137,7 @@ typedef struct soft_alg_st {
     OSSL_FUNC_cipher_encrypt_init_fn *c_einit;
     OSSL_FUNC_cipher_decrypt_init_fn *c_dinit;
     OSSL_FUNC_cipher_cipher_fn *c_cipher;
+    OSSL_FUNC_cipher_get_ctx_params_fn *c_get;
     OSSL_FUNC_cipher_freectx_fn *c_free;
     /* digests */
     OSSL_FUNC_digest_newctx_fn *d_new;
@@ -169,8 +174,9 @@ static int soft_impl_init(hwaf_impl *impl)
         f->c_einit = (OSSL_FUNC_cipher_encrypt_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_ENCRYPT_INIT);
         f->c_dinit = (OSSL_FUNC_cipher_decrypt_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_DECRYPT_INIT);
         f->c_cipher = (OSSL_FUNC_cipher_cipher_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_CIPHER);
+        f->c_get = (OSSL_FUNC_cipher_get_ctx_params_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_GET_CTX_PARAMS);
         f->c_free = (OSSL_FUNC_cipher_freectx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_FREECTX);
-        if (f->c_new && f->c_einit && f->c_dinit && f->c_cipher && f->c_free) {
+        if (f->c_new && f->c_einit && f->c_dinit && f->c_cipher && f->c_get && f->c_free) {
             impl->be_data = f;
             return 1;
         }
@@ -230,7 +236,11 @@ void hwaf_soft_impl_free(hwaf_impl *impl)
 
 #define FNS(impl) ((const soft_alg *)(impl)->be_data)
 
-/* ---- ciphers: one default-provider context per direction ---- */
+/*
+ * ---- ciphers: one default-provider context per direction ----
+ * (AES decrypts with its own key schedule: a context keyed for one direction
+ * cannot be re-initialised for the other without the key.)
+ */
 
 struct hwaf_be_cipher_st {
     const hwaf_impl *impl;
@@ -265,32 +275,92 @@ static int soft_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
     return 1;
 }
 
+/* The default provider's context of one direction, keyed on first use. */
+static void *soft_cipher_ctx(hwaf_be_cipher *s, int enc, const unsigned char *iv)
+{
+    const soft_alg *f = FNS(s->impl);
+    int ok;
+
+    if (s->c[enc] != NULL) {
+        ok = enc ? f->c_einit(s->c[enc], NULL, 0, iv, f->ivlen, NULL)
+                 : f->c_dinit(s->c[enc], NULL, 0, iv, f->ivlen, NULL);
+    } else if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
+        ok = 0;
+    } else {
+        ok = enc ? f->c_einit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL)
+                 : f->c_dinit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL);
+    }
+    if (!ok) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s: init",
+                   s->impl->alg->kname);
+        return NULL;
+    }
+    return s->c[enc];
+}
+
 static int soft_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                              const unsigned char *in, unsigned char *out, size_t len)
 {
-    const soft_alg *f = FNS(s->impl);
-    size_t outl = 0;
-    int ok;
-
     enc = enc ? 1 : 0;
-    if (s->c[enc] == NULL) {
-        if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
-            HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "newctx");
-            return 0;
-        }
-        ok = enc ? f->c_einit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL)
-                 : f->c_dinit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL);
-    } else {
-        ok = enc ? f->c_einit(s->c[enc], NULL, 0, iv, f->ivlen, NULL)
-                 : f->c_dinit(s->c[enc], NULL, 0, iv, f->ivlen, NULL);
-    }
-    if (!ok || !f->c_cipher(s->c[enc], out, &outl, len, in, len) || outl != len) {
+    return soft_cipher_ctx(s, enc, iv) != NULL
+           && hwaf_soft_cipher_run(s, enc, in, out, len);
+}
+
+int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv)
+{
+    return soft_cipher_ctx(s, enc, iv) != NULL;
+}
+
+int hwaf_soft_cipher_run(hwaf_be_cipher *s, int enc, const unsigned char *in,
+                         unsigned char *out, size_t len)
+{
+    size_t outl = 0;
+
+    if (!FNS(s->impl)->c_cipher(s->c[enc], out, &outl, len, in, len) || outl != len) {
         HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu bytes",
                    s->impl->alg->kname, len);
         return 0;
     }
     hwaf_stats_add_soft(len);
     return 1;
+}
+
+int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv)
+{
+    const soft_alg *f = FNS(s->impl);
+    OSSL_PARAM p[2];
+
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, iv, f->ivlen);
+    p[1] = OSSL_PARAM_construct_end();
+    if (s->c[enc] == NULL || !f->c_get(s->c[enc], p) || p[0].return_size != f->ivlen) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s: updated-iv",
+                   s->impl->alg->kname);
+        return 0;
+    }
+    return 1;
+}
+
+int hwaf_soft_cipher_keystream(hwaf_be_cipher *s, const unsigned char *ctr,
+                               unsigned char *ks)
+{
+    static const unsigned char zero[HWAF_SOFT_BLOCK];
+    unsigned char c[HWAF_SOFT_BLOCK];
+    size_t outl = 0;
+    int i, ok;
+
+    /* ctr is the counter after the block: E_K(ctr - 1). */
+    memcpy(c, ctr, sizeof(c));
+    for (i = HWAF_SOFT_BLOCK - 1; i >= 0 && c[i]-- == 0; i--)
+        ;
+    ok = soft_cipher_ctx(s, 1, c) != NULL
+         && FNS(s->impl)->c_cipher(s->c[1], ks, &outl, HWAF_SOFT_BLOCK, zero,
+                                   HWAF_SOFT_BLOCK)
+         && outl == HWAF_SOFT_BLOCK;
+    OPENSSL_cleanse(c, sizeof(c));
+    if (!ok)
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s: keystream",
+                   s->impl->alg->kname);
+    return ok;
 }
 
 static size_t soft_cipher_max(hwaf_be_cipher *s)
@@ -310,8 +380,67 @@ static void soft_cipher_close(hwaf_be_cipher *s)
     OPENSSL_clear_free(s, sizeof(*s));
 }
 
-/* ---- digests ---- */
+/* ---- digests: the default provider's context itself ---- */
 
+void *hwaf_soft_md_new(const hwaf_impl *soft)
+{
+    const soft_alg *f = FNS(soft);
+    void *c = f->d_new(f->provctx);
+
+    if (c == NULL || !f->d_init(c, NULL)) {
+        if (c != NULL)
+            f->d_free(c);
+        HWAF_RAISE(soft->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest init");
+        return NULL;
+    }
+    return c;
+}
+
+int hwaf_soft_md_init(const hwaf_impl *soft, void *c)
+{
+    if (FNS(soft)->d_init(c, NULL))
+        return 1;
+    HWAF_RAISE(soft->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest init");
+    return 0;
+}
+
+int hwaf_soft_md_update(const hwaf_impl *soft, void *c, const unsigned char *in,
+                        size_t len)
+{
+    if (!FNS(soft)->d_update(c, in, len)) {
+        HWAF_RAISE(soft->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest update");
+        return 0;
+    }
+    hwaf_stats_add_soft(len);
+    return 1;
+}
+
+int hwaf_soft_md_final(const hwaf_impl *soft, void *c, unsigned char *md)
+{
+    size_t outl = 0;
+
+    if (FNS(soft)->d_final(c, md, &outl, soft->alg->mdlen))
+        return 1;
+    HWAF_RAISE(soft->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest final");
+    return 0;
+}
+
+void *hwaf_soft_md_dup(const hwaf_impl *soft, void *c)
+{
+    void *d = FNS(soft)->d_dup(c);
+
+    if (d == NULL)
+        HWAF_RAISE(soft->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest dupctx");
+    return d;
+}
+
+void hwaf_soft_md_free(const hwaf_impl *soft, void *c)
+{
+    if (c != NULL)
+        FNS(soft)->d_free(c);
+}
+
+/* The same as a backend (for what takes any backend: calibration). */
 struct hwaf_be_md_st {
     const hwaf_impl *impl;
     void *c;
@@ -319,7 +448,6 @@ struct hwaf_be_md_st {
 
 static int soft_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 {
-    const soft_alg *f = FNS(impl);
     hwaf_be_md *s = OPENSSL_zalloc(sizeof(*s));
 
     if (s == NULL) {
@@ -327,11 +455,8 @@ static int soft_md_open(hwaf_be_md **out, const hwaf_impl *impl)
         return 0;
     }
     s->impl = impl;
-    if ((s->c = f->d_new(f->provctx)) == NULL || !f->d_init(s->c, NULL)) {
-        if (s->c != NULL)
-            f->d_free(s->c);
+    if ((s->c = hwaf_soft_md_new(impl)) == NULL) {
         OPENSSL_free(s);
-        HWAF_RAISE(impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest init");
         return 0;
     }
     *out = s;
@@ -340,38 +465,28 @@ static int soft_md_open(hwaf_be_md **out, const hwaf_impl *impl)
 
 static int soft_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
 {
-    if (!FNS(s->impl)->d_update(s->c, in, len)) {
-        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest update");
-        return 0;
-    }
-    hwaf_stats_add_soft(len);
-    return 1;
+    return hwaf_soft_md_update(s->impl, s->c, in, len);
 }
 
+/* As the kernel backends: final leaves the hash ready for a new message. */
 static int soft_md_final(hwaf_be_md *s, unsigned char *md)
 {
-    const soft_alg *f = FNS(s->impl);
-    size_t outl = 0;
-
-    if (!f->d_final(s->c, md, &outl, s->impl->alg->mdlen) || !f->d_init(s->c, NULL)) {
-        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest final");
-        return 0;
-    }
-    return 1;
+    return hwaf_soft_md_final(s->impl, s->c, md) && hwaf_soft_md_init(s->impl, s->c);
 }
 
 static int soft_md_reset(hwaf_be_md *s)
 {
-    return FNS(s->impl)->d_init(s->c, NULL);
+    return hwaf_soft_md_init(s->impl, s->c);
 }
 
 static int soft_md_dup(hwaf_be_md **out, hwaf_be_md *s)
 {
     hwaf_be_md *d = OPENSSL_zalloc(sizeof(*d));
 
-    if (d == NULL || (d->c = FNS(s->impl)->d_dup(s->c)) == NULL) {
+    if (d == NULL || (d->c = hwaf_soft_md_dup(s->impl, s->c)) == NULL) {
         OPENSSL_free(d);
-        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "digest dupctx");
+        if (d == NULL)
+            HWAF_RAISE(s->impl->prov, HWAF_R_MALLOC_FAILURE, NULL);
         return 0;
     }
     d->impl = s->impl;
@@ -383,7 +498,7 @@ static void soft_md_close(hwaf_be_md *s)
 {
     if (s == NULL)
         return;
-    FNS(s->impl)->d_free(s->c);
+    hwaf_soft_md_free(s->impl, s->c);
     OPENSSL_free(s);
 }
 

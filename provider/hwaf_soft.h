@@ -20,6 +20,50 @@
 extern const hwaf_backend hwaf_backend_soft;
 
 /*
+ * A software cipher session as a running stream.  The backend's
+ * cipher_crypt starts every operation afresh from the IV it is given (an
+ * init call each time); a context that stays in software instead lets the
+ * default provider's context keep the stream state between operations --
+ * the CBC chaining value, the CTR counter, position and keystream -- so that
+ * an operation costs the default provider's own work and one indirect call:
+ *
+ *   hwaf_soft_cipher_start(s, enc, iv)   the stream starts at iv, at a block
+ *                                        boundary (CTR: num 0)
+ *   hwaf_soft_cipher_run(s, enc, ...)    any number of operations, the state
+ *                                        carried along in software
+ *   hwaf_soft_cipher_iv(s, enc, iv)      where it stands: the next IV (CBC)
+ *                                        or counter (CTR); the stream goes on
+ *   hwaf_soft_cipher_keystream(s, ctr, ks) CTR: the keystream block before
+ *                                        counter ctr; ends the stream
+ *
+ * enc is 1 or 0 (CTR: 1): one stream per direction.  cipher_crypt on the
+ * same session ends the stream of its direction.  The mode layer takes the
+ * state back before an operation goes to the kernel, before a copy, at
+ * init (see hwaf_cipher.c).  Each returns 1, or 0 with an error raised.
+ */
+#define HWAF_SOFT_BLOCK 16
+int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv);
+int hwaf_soft_cipher_run(hwaf_be_cipher *s, int enc, const unsigned char *in,
+                         unsigned char *out, size_t len);
+int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv);
+int hwaf_soft_cipher_keystream(hwaf_be_cipher *s, const unsigned char *ctr,
+                               unsigned char *ks);
+
+/*
+ * A software digest for the digest layer: the default provider's own
+ * context, its functions called directly.  new: a context initialised;
+ * final leaves the hash finished (init starts the next); each returns
+ * 1 / non-NULL, or 0 / NULL with an error raised.  soft is impl->soft.
+ */
+void *hwaf_soft_md_new(const hwaf_impl *soft);
+int hwaf_soft_md_init(const hwaf_impl *soft, void *c);
+int hwaf_soft_md_update(const hwaf_impl *soft, void *c, const unsigned char *in,
+                        size_t len);
+int hwaf_soft_md_final(const hwaf_impl *soft, void *c, unsigned char *md);
+void *hwaf_soft_md_dup(const hwaf_impl *soft, void *c);
+void hwaf_soft_md_free(const hwaf_impl *soft, void *c);
+
+/*
  * The default provider's implementation of an algorithm: its dispatch table
  * and provider context, for operation_id (OSSL_OP_CIPHER, OSSL_OP_DIGEST,
  * OSSL_OP_MAC, ...) and an OpenSSL name or alias ("AES-128-GCM").  Returns

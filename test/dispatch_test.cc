@@ -104,7 +104,8 @@ protected:
      * sizes; now and then both contexts are copied and the copies carry on
      * (the originals are freed: the copy must have the whole state); at
      * fork_at the stream continues in a child, which reports by its exit
-     * status.  Returns false on the first difference.
+     * status; "num" and "updated-iv" are compared after about a third of
+     * the updates and after the last.  Returns false on the first difference.
      */
     void stream(int enc, bool padding, int fork_at)
     {
@@ -145,7 +146,12 @@ protected:
             int okh = EVP_CipherUpdate(ch.get(), oh.data(), &lh, in.data(), (int)n);
             int okd = EVP_CipherUpdate(cd.get(), od.data(), &ld, in.data(), (int)n);
             log << n << " ";
-            std::string sh = cstate(ch.get()), sd = cstate(cd.get());
+            /* The state asked now and then, not after every update: a
+             * stream that stays in software keeps it in the default
+             * provider's context until it is asked for, copied, or the
+             * context switches to the kernel. */
+            bool ask = rng_() % 3 == 0 || i == 39;
+            std::string sh = ask ? cstate(ch.get()) : "", sd = ask ? cstate(cd.get()) : "";
             bool same = okh == okd && lh == ld && (lh <= 0 || memcmp(oh.data(), od.data(), lh) == 0) && sh == sd;
             if (child == 0) {
                 if (!same)
