@@ -318,7 +318,8 @@ TEST_P(GcmDiff, CopyMidStreamAndReinit)
             log.push_back(tohex(out.data(), (size_t)outl));
             CtxPtr y(EVP_CIPHER_CTX_new());
             ASSERT_TRUE(EVP_CIPHER_CTX_copy(y.get(), x.get())) << error_queue_text();
-            for (auto [ctx, more] : {std::make_pair(x.get(), &b1), std::make_pair(y.get(), &b2)}) {
+            const std::pair<EVP_CIPHER_CTX *, const Bytes *> branches[] = {{x.get(), &b1}, {y.get(), &b2}};
+            for (const auto &[ctx, more] : branches) {
                 ASSERT_TRUE(EVP_CipherUpdate(ctx, out.data(), &outl, more->data(), (int)more->size()));
                 log.push_back(tohex(out.data(), (size_t)outl));
                 if (enc) {
