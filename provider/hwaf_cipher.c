@@ -884,11 +884,46 @@ static int stream_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
     return 1;
 }
 
+/*
+ * An update the running software stream takes as it is: nothing held back
+ * here (CBC: no partial block, and not a decryption that keeps its last
+ * block for the padding), no TLS record, room for all of it, and small
+ * enough for software.  The common case of a context below its threshold.
+ */
+static int sw_takes_whole(const hwaf_cipher_ctx *ctx, size_t outsize, size_t inl)
+{
+    const hwaf_alg *alg = ALG(ctx);
+
+    if (!ctx->sw_live || ctx->finalised || inl == 0 || outsize < inl
+        || hwaf_offload(ctx->impl, ctx->offload, inl))
+        return 0;
+    switch (alg->mode) {
+    case HWAF_MODE_CBC:
+        return ctx->bufsz == 0 && inl % BLK == 0 && (ctx->enc || !ctx->pad)
+               && ctx->tlsversion == 0;
+    case HWAF_MODE_CTR:
+        return 1;
+    default:
+        return inl >= BLK && inl <= XTS_MAX_UNIT;
+    }
+}
+
 static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
                          size_t outsize, const unsigned char *in, size_t inl)
 {
     hwaf_cipher_ctx *ctx = vctx;
 
+    if (sw_takes_whole(ctx, outsize, inl)) {
+        if (!hwaf_soft_cipher_run(ctx->sw, sw_dir(ctx), in, out, inl)) {
+            ctx->sw_live = 0;
+            ctx->failed = 1;
+            return 0;
+        }
+        if (ALG(ctx)->mode == HWAF_MODE_CTR)
+            ctx->num = (unsigned int)((ctx->num + inl) % BLK);
+        *outl = inl;
+        return 1;
+    }
     if (!cipher_ready(ctx))
         return 0;
     if (ALG(ctx)->mode == HWAF_MODE_CBC)
