@@ -19,7 +19,16 @@
  *    one update, and otherwise one more GCM request over the whole message
  *    (the plaintext, kept as it went by) to compute the tag, which is
  *    compared in constant time for decryption.
- * A message (AAD + data) must fit one kernel request: aead_max() bytes.
+ *
+ * Size-aware dispatch (hwaf_soft.h): each message takes its path at its
+ * first request, by the size of that request (AAD + data) against the
+ * implementation's threshold; a message on the software path makes the same
+ * requests of the default provider's AES-GCM (hwaf_soft_aead_mac.c) and
+ * continues through its AES-CTR.  A request larger than the kernel takes in
+ * one (aead_max()), and every request of a context whose kernel session
+ * cannot be had for want of descriptors or in a sandbox, is computed in
+ * software too; only a context forced to the kernel (hwaf-offload = 1), or
+ * an implementation without a software twin, gets the error instead.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +41,7 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
+#include "hwaf_soft.h"
 #include <hwaf/hwaf.h>
 
 #define BLK 16
@@ -43,7 +53,13 @@ typedef struct hwaf_aead_ctx_st {
     const hwaf_impl *impl;          /* first: see hwaf_ctx_new() */
     hwaf_be_aead *be;
     unsigned int gen;               /* fork generation be and ctr were opened in */
-    /* Counter-mode continuation of updates after the first (ctr(aes)). */
+    hwaf_be_aead *sbe;              /* the software path's session, on first need */
+    int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
+    int soft_only;                  /* the kernel session cannot be had (descriptors,
+                                     * sandbox): software until the next key */
+    int msg_soft;                   /* this message took the software path */
+    /* Counter-mode continuation of updates after the first (ctr(aes), or
+     * the default provider's AES-CTR on the software path: ctr_impl.be). */
     hwaf_impl ctr_impl;
     hwaf_be_cipher *ctr;
     unsigned char key[32];
@@ -76,19 +92,26 @@ typedef struct hwaf_aead_ctx_st {
 
 /* ---- sessions ---- */
 
+static void ctr_drop(hwaf_aead_ctx *ctx, int abandon)
+{
+    const hwaf_backend *cb = ctx->ctr_impl.be;
+
+    if (ctx->ctr == NULL)
+        return;
+    if (abandon)
+        cb->cipher_abandon(ctx->ctr);
+    else
+        cb->cipher_close(ctx->ctr);
+    ctx->ctr = NULL;
+    if (cb->impl_free != NULL)
+        cb->impl_free(&ctx->ctr_impl);
+}
+
 static void be_drop(hwaf_aead_ctx *ctx, int abandon)
 {
     const hwaf_backend *be = ctx->impl->be;
 
-    if (ctx->ctr != NULL) {
-        if (abandon)
-            be->cipher_abandon(ctx->ctr);
-        else
-            be->cipher_close(ctx->ctr);
-        ctx->ctr = NULL;
-        if (be->impl_free != NULL)
-            be->impl_free(&ctx->ctr_impl);
-    }
+    ctr_drop(ctx, abandon);
     if (ctx->be != NULL) {
         if (abandon)
             be->aead_abandon(ctx->be);
@@ -98,9 +121,16 @@ static void be_drop(hwaf_aead_ctx *ctx, int abandon)
     }
 }
 
-/* The session to use now: reopened in a child after fork(). */
+/*
+ * The kernel session to use now: reopened in a child after fork().  NULL
+ * with an error raised, or NULL with nothing raised and soft_only set when
+ * it cannot be had for want of descriptors or in a sandbox and software can
+ * serve the context instead (hwaf_open_fallback).
+ */
 static hwaf_be_aead *be_get(hwaf_aead_ctx *ctx)
 {
+    hwaf_open_try t;
+
     if (!ctx->key_set) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
         return NULL;
@@ -109,35 +139,161 @@ static hwaf_be_aead *be_get(hwaf_aead_ctx *ctx)
         HWAF_DEBUG("aead %s: reopening after fork", ctx->impl->drv.name);
         be_drop(ctx, 1);
     }
+    if (ctx->soft_only)
+        return NULL;
     if (ctx->be == NULL) {
         ctx->gen = hwaf_fork_generation;
-        if (!ctx->impl->be->aead_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen))
+        hwaf_open_begin(ctx->impl, &t);
+        if (!ctx->impl->be->aead_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen)) {
+            ctx->be = NULL;
+            if (hwaf_open_fallback(ctx->impl, &t, ctx->offload))
+                ctx->soft_only = 1;
             return NULL;
+        }
+        hwaf_open_end(ctx->impl, &t);
     }
     return ctx->be;
 }
 
-/* The counter-mode session, bound to the kernel's best ctr(aes). */
+/* The software path's session. */
+static hwaf_be_aead *sbe_get(hwaf_aead_ctx *ctx)
+{
+    const hwaf_impl *soft = ctx->impl->soft;
+
+    if (ctx->sbe == NULL && !soft->be->aead_open(&ctx->sbe, soft, ctx->key, ctx->keylen))
+        ctx->sbe = NULL;
+    return ctx->sbe;
+}
+
+/* Must this context's requests go to the kernel, whatever their size? */
+static int kernel_only(const hwaf_aead_ctx *ctx)
+{
+    return ctx->impl->soft == NULL || ctx->offload == HWAF_OFFLOAD_KERNEL;
+}
+
+/*
+ * The backend and session for one whole GCM request of n bytes (AAD and
+ * data) of the current message, whose path its first request decided
+ * (first = 1).  NULL with an error raised.
+ */
+static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t n, int first,
+                             const hwaf_impl **impl)
+{
+    hwaf_be_aead *be;
+    size_t max;
+
+    if (first)
+        ctx->msg_soft = !kernel_only(ctx)
+                        && (ctx->soft_only || !hwaf_offload(ctx->impl, ctx->offload, n));
+    if (!ctx->msg_soft) {
+        if ((be = be_get(ctx)) == NULL && !ctx->soft_only)
+            return NULL;
+        if (be != NULL) {
+            max = ctx->impl->be->aead_max(be);
+            if (n <= max) {
+                *impl = ctx->impl;
+                return be;
+            }
+            if (kernel_only(ctx)) {
+                HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                           "%zu bytes of AAD and data, at most %zu in one kernel request",
+                           n, max);
+                return NULL;
+            }
+            HWAF_DEBUG("dispatch: %s via %s: %zu bytes of AAD and data, at most %zu "
+                       "in one kernel request; computed in software", ctx->impl->alg->kname,
+                       ctx->impl->drv.name, n, max);
+        }
+    }
+    *impl = ctx->impl->soft;
+    return sbe_get(ctx);
+}
+
+/*
+ * One whole GCM request (aead_crypt) through req_get's choice.  A kernel
+ * backend that learns a smaller limit from the request's refusal (a
+ * /dev/crypto device) leaves it to software, errors dropped, unless the
+ * context must use the kernel.
+ */
+static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char *aad,
+                     size_t aadlen, const unsigned char *in, unsigned char *out, size_t len,
+                     unsigned char *tag)
+{
+    const hwaf_impl *impl = NULL;
+    hwaf_be_aead *be = req_get(ctx, aadlen + len, first, &impl);
+    int r, marked;
+
+    if (be == NULL)
+        return 0;
+    marked = impl != ctx->impl->soft && !kernel_only(ctx) && hwaf_err_mark(PROV(ctx));
+    r = impl->be->aead_crypt(be, enc, ctx->iv, aad, aadlen, in, out, len, tag);
+    if (marked) {
+        int retry = r == 0 && impl->be->aead_max(be) < aadlen + len;
+
+        hwaf_err_mark_drop(PROV(ctx), retry);
+        if (retry) {
+            HWAF_DEBUG("dispatch: %s via %s refused %zu bytes in one request; "
+                       "computed in software", ctx->impl->alg->kname, ctx->impl->drv.name,
+                       aadlen + len);
+            return req_crypt(ctx, 0, enc, aad, aadlen, in, out, len, tag);
+        }
+    }
+    return r;
+}
+
+/*
+ * The counter-mode session: the kernel's best ctr(aes) on the kernel path,
+ * the default provider's AES-CTR on the software path (and when the kernel
+ * session cannot be had for want of descriptors or in a sandbox).
+ */
 static hwaf_be_cipher *ctr_get(hwaf_aead_ctx *ctx)
 {
-    const hwaf_backend *be = ctx->impl->be;
+    int soft = ctx->msg_soft || ctx->soft_only;
+    const hwaf_backend *be = soft ? &hwaf_backend_soft : ctx->impl->be;
+    hwaf_open_try t;
 
-    if (be_get(ctx) == NULL)
-        return NULL;
-    if (ctx->ctr != NULL)
+    if (!soft && be_get(ctx) == NULL) {
+        if (!ctx->soft_only)
+            return NULL;
+        soft = 1;
+        be = &hwaf_backend_soft;
+    }
+    if (ctx->ctr != NULL && ctx->ctr_impl.be == be)
         return ctx->ctr;
-    ctx->ctr_impl = *ctx->impl;
+    ctr_drop(ctx, ctx->gen != hwaf_fork_generation);
+    ctx->ctr_impl = soft ? *ctx->impl->soft : *ctx->impl;
+    ctx->ctr_impl.be = be;
     ctx->ctr_impl.alg = &hwaf_algs[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8];
     ctx->ctr_impl.be_data = NULL;
-    snprintf(ctx->ctr_impl.drv.name, sizeof(ctx->ctr_impl.drv.name), "ctr(aes)");
-    if (be->impl_init != NULL && !be->impl_init(&ctx->ctr_impl))
+    if (!soft)
+        snprintf(ctx->ctr_impl.drv.name, sizeof(ctx->ctr_impl.drv.name), "ctr(aes)");
+    if (be->impl_init != NULL && !be->impl_init(&ctx->ctr_impl)) {
+        if (soft)
+            HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no AES-CTR");
         return NULL;
+    }
+    hwaf_open_begin(ctx->impl, &t);
     if (!be->cipher_open(&ctx->ctr, &ctx->ctr_impl, ctx->key, ctx->keylen)) {
         if (be->impl_free != NULL)
             be->impl_free(&ctx->ctr_impl);
         ctx->ctr = NULL;
+        if (!soft && hwaf_open_fallback(ctx->impl, &t, ctx->offload)) {
+            /* out of descriptors or sandboxed: the rest of the message in
+             * software (the key's kernel session, if any, stays) */
+            ctx->msg_soft = 1;
+            return ctr_get(ctx);
+        }
+        return NULL;
     }
+    hwaf_open_end(ctx->impl, &t);
     return ctx->ctr;
+}
+
+static void sbe_drop(hwaf_aead_ctx *ctx)
+{
+    if (ctx->sbe != NULL)
+        ctx->impl->soft->be->aead_close(ctx->sbe);
+    ctx->sbe = NULL;
 }
 
 /* ---- message state ---- */
@@ -200,6 +356,7 @@ static void *aead_newctx(void *provctx, int alg, int slot)
     if (ctx != NULL) {
         ctx->keylen = ctx->impl->alg->keylen;
         ctx->gen = hwaf_fork_generation;
+        ctx->offload = HWAF_OFFLOAD_AUTO;
     }
     return ctx;
 }
@@ -211,6 +368,7 @@ static void aead_freectx(void *vctx)
     if (ctx == NULL)
         return;
     be_drop(ctx, ctx->gen != hwaf_fork_generation);
+    sbe_drop(ctx);
     ctx_wipe(ctx);
     OPENSSL_free(ctx);
 }
@@ -228,6 +386,7 @@ static void *aead_dupctx(void *vctx)
     /* Sessions are opened again on first use; buffers are copied. */
     dst->be = NULL;
     dst->ctr = NULL;
+    dst->sbe = NULL;
     dst->aad = dst->data = NULL;
     dst->aadcap = dst->datacap = 0;
     if (!grow(dst, &dst->aad, &dst->aadcap, src->aadlen)
@@ -275,11 +434,17 @@ static int aead_init(hwaf_aead_ctx *ctx, const unsigned char *key, size_t keylen
             return 0;
         }
         be_drop(ctx, ctx->gen != hwaf_fork_generation);
+        sbe_drop(ctx);
         memcpy(ctx->key, key, keylen);
         ctx->keylen = keylen;
         ctx->key_set = 1;
-        /* Open now: a bad key or a missing driver shows at init. */
-        if (be_get(ctx) == NULL) {
+        ctx->soft_only = 0;   /* a new key tries the kernel again */
+        /* A context that goes to the kernel whatever the size opens its
+         * session now, so that a bad key or a missing driver shows at init;
+         * others when a message first needs it. */
+        if ((kernel_only(ctx)
+             || (ctx->offload == HWAF_OFFLOAD_AUTO && ctx->impl->offload_min == 0))
+            && be_get(ctx) == NULL && !ctx->soft_only) {
             ctx->failed = 1;
             return 0;
         }
@@ -335,10 +500,20 @@ static int aead_ready(hwaf_aead_ctx *ctx)
     return 1;
 }
 
-static int fits(hwaf_aead_ctx *ctx, hwaf_be_aead *be, size_t more)
+/*
+ * A context that must use the kernel refuses, before any output, a message
+ * that the final's request (the whole message) could not take.
+ */
+static int fits(hwaf_aead_ctx *ctx, size_t more)
 {
-    size_t max = ctx->impl->be->aead_max(be);
+    hwaf_be_aead *be;
+    size_t max;
 
+    if (!kernel_only(ctx))
+        return 1;
+    if ((be = be_get(ctx)) == NULL)
+        return 0;
+    max = ctx->impl->be->aead_max(be);
     if (ctx->aadlen + ctx->datalen + more > max || more > max) {
         HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
                    "%zu bytes of AAD and data, at most %zu in one kernel request",
@@ -376,10 +551,10 @@ static int ctr_continue(hwaf_aead_ctx *ctx, const unsigned char *in,
     cb[13] = (unsigned char)(c >> 16);
     cb[14] = (unsigned char)(c >> 8);
     cb[15] = (unsigned char)c;
-    max = ctx->impl->be->cipher_max(ctr) & ~(size_t)(BLK - 1);
+    max = ctx->ctr_impl.be->cipher_max(ctr) & ~(size_t)(BLK - 1);
     for (off = 0; ok && off < total; off += n) {
         n = total - off < max ? total - off : max;
-        ok = ctx->impl->be->cipher_crypt(ctr, 1, cb, buf + off, buf + off, n);
+        ok = ctx->ctr_impl.be->cipher_crypt(ctr, 1, cb, buf + off, buf + off, n);
         /* advance the counter by n / BLK blocks */
         c += (uint32_t)(n / BLK);
         cb[12] = (unsigned char)(c >> 24);
@@ -396,12 +571,10 @@ static int ctr_continue(hwaf_aead_ctx *ctx, const unsigned char *in,
 static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned char *in,
                        size_t len)
 {
-    hwaf_be_aead *be = be_get(ctx);
     unsigned char *keep;
     int r;
 
-    if (be == NULL || !fits(ctx, be, len)
-        || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
+    if (!fits(ctx, len) || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
         return 0;
     keep = ctx->data + ctx->datalen;
     if (ctx->enc)
@@ -409,13 +582,11 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
 
     if (ctx->updates == 0) {
         if (ctx->enc) {
-            r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
-                                          in, out, len, ctx->tag);
+            r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, out, len, ctx->tag);
             ctx->tag_ready = r == 1;
         } else if (ctx->taglen == HWAF_GCM_TAG) {
             /* The tag is known: the checked decryption itself. */
-            r = ctx->impl->be->aead_crypt(be, 0, ctx->iv, ctx->aad, ctx->aadlen,
-                                          in, keep, len, ctx->tag);
+            r = req_crypt(ctx, 1, 0, ctx->aad, ctx->aadlen, in, keep, len, ctx->tag);
             if (r == 1) {
                 ctx->verified = 1;
                 memcpy(out, keep, len);
@@ -424,8 +595,7 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
                  * final knows.  Decrypt as without a tag; the final checks. */
                 unsigned char scratch[HWAF_GCM_TAG];
 
-                r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
-                                              in, keep, len, scratch);
+                r = req_crypt(ctx, 0, 1, ctx->aad, ctx->aadlen, in, keep, len, scratch);
                 if (r == 1)
                     memcpy(out, keep, len);
             }
@@ -433,8 +603,7 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
             unsigned char scratch[HWAF_GCM_TAG];
 
             /* Encrypting the ciphertext gives the plaintext. */
-            r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
-                                          in, out, len, scratch);
+            r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, out, len, scratch);
             if (r == 1)
                 memcpy(keep, out, len);
         }
@@ -469,14 +638,11 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
     if (inl == 0)
         return 1;
     if (out == NULL) {
-        hwaf_be_aead *be = be_get(ctx);
-
         if (ctx->updates > 0) {
             HWAF_RAISE(PROV(ctx), HWAF_R_AAD_AFTER_DATA, NULL);
             return 0;
         }
-        if (be == NULL || !fits(ctx, be, inl)
-            || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl)) {
+        if (!fits(ctx, inl) || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl)) {
             ctx->failed = 1;
             return 0;
         }
@@ -500,19 +666,17 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
 /* The full tag over everything so far, computed again. */
 static int tag_of_message(hwaf_aead_ctx *ctx, unsigned char tag[HWAF_GCM_TAG])
 {
-    hwaf_be_aead *be = be_get(ctx);
     unsigned char *scratch;
     int r;
 
-    if (be == NULL)
-        return 0;
     scratch = OPENSSL_malloc(ctx->datalen ? ctx->datalen : 1);
     if (scratch == NULL) {
         HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
         return 0;
     }
-    r = ctx->impl->be->aead_crypt(be, 1, ctx->iv, ctx->aad, ctx->aadlen,
-                                  ctx->data, scratch, ctx->datalen, tag);
+    /* With no data update, this is the message's first request. */
+    r = req_crypt(ctx, ctx->updates == 0, 1, ctx->aad, ctx->aadlen,
+                  ctx->data, scratch, ctx->datalen, tag);
     OPENSSL_clear_free(scratch, ctx->datalen ? ctx->datalen : 1);
     return r == 1;
 }
@@ -562,7 +726,6 @@ static int aead_final(void *vctx, unsigned char *out, size_t *outl, size_t outsi
 static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
                       const unsigned char *in, size_t len)
 {
-    hwaf_be_aead *be;
     size_t n;
     int r, i;
 
@@ -573,9 +736,12 @@ static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
                    "a TLS record is processed in place and holds IV and tag");
         return 0;
     }
-    if ((be = be_get(ctx)) == NULL || !ctx->iv_set) {
-        if (be != NULL)
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no fixed IV set");
+    if (!ctx->key_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
+        return 0;
+    }
+    if (!ctx->iv_set) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no fixed IV set");
         return 0;
     }
     n = len - TLS_EXPLICIT_IV - HWAF_GCM_TAG;
@@ -588,9 +754,9 @@ static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
     } else {
         memcpy(ctx->iv + HWAF_GCM_IV - TLS_EXPLICIT_IV, in, TLS_EXPLICIT_IV);
     }
-    r = ctx->impl->be->aead_crypt(be, ctx->enc, ctx->iv, ctx->tls_aad, TLS_AAD_LEN,
-                                  in + TLS_EXPLICIT_IV, out + TLS_EXPLICIT_IV, n,
-                                  out + TLS_EXPLICIT_IV + n);
+    /* Each record is a message of its own: its size picks its path. */
+    r = req_crypt(ctx, 1, ctx->enc, ctx->tls_aad, TLS_AAD_LEN, in + TLS_EXPLICIT_IV,
+                  out + TLS_EXPLICIT_IV, n, out + TLS_EXPLICIT_IV + n);
     if (ctx->enc) {
         /* The invocation field: the IV's last 8 bytes count records. */
         for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)
@@ -669,6 +835,9 @@ static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD)) != NULL
         && !OSSL_PARAM_set_size_t(p, HWAF_GCM_TAG))
         return hwaf_param_failed(PROV(ctx), p->key);
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !OSSL_PARAM_set_int(p, ctx->offload))
+        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN)) != NULL) {
         /* The IV for the next record: the invocation field moves on. */
         size_t n = p->data_size;
@@ -695,6 +864,7 @@ static const OSSL_PARAM aead_known_gettable_ctx_params[] = {
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, NULL),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     HWAF_IMPL_GETTABLE_PARAMS,
     OSSL_PARAM_END
 };
@@ -760,6 +930,10 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL)
         return 1;
+    /* Takes effect at the next message. */
+    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !hwaf_offload_param(PROV(ctx), p, &ctx->offload))
+        return 0;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
         if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data_size == 0
             || p->data_size > HWAF_GCM_TAG || ctx->enc) {
@@ -814,6 +988,7 @@ static const OSSL_PARAM aead_known_settable_ctx_params[] = {
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, NULL, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, NULL, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     OSSL_PARAM_END
 };
 

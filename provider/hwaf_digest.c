@@ -207,11 +207,7 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
 /* The threshold this context goes by; 0: kernel now, SIZE_MAX: software now. */
 static size_t threshold(const hwaf_digest_ctx *ctx)
 {
-    if (ctx->impl->soft == NULL || ctx->offload == HWAF_OFFLOAD_KERNEL)
-        return 0;
-    if (ctx->offload == HWAF_OFFLOAD_SOFTWARE || ctx->impl->offload_min == SIZE_MAX)
-        return SIZE_MAX;
-    return ctx->impl->offload_min < HOLD_MAX ? ctx->impl->offload_min : HOLD_MAX;
+    return hwaf_hold_threshold(ctx->impl, ctx->offload, HOLD_MAX);
 }
 
 /* A decided message: more of it; its digest, and a new message begins. */

@@ -4,6 +4,14 @@
  * the same backend and hardware class as the fetched HMAC; the running
  * state lives in the kernel, so copies and fork() work as for digests.
  *
+ * Size-aware dispatch, as for digests (hwaf_digest.c): a kernel MAC cannot
+ * take over a software state, so a message is held back until it reaches
+ * the implementation's threshold; one that ends below it is computed by the
+ * default provider's HMAC (hwaf_soft_aead_mac.c), one that reaches it goes
+ * to the kernel, held bytes first, and stays there until the next init.  A
+ * context whose kernel MAC cannot be opened for want of descriptors or in a
+ * sandbox is served in software (hwaf_open_fallback).
+ *
  * A digest the kernel does not serve here (libssl's TLS PRF asks for
  * MD5-SHA1, for instance) would make an application that prefers hwaf
  * fail.  A software HMAC (hwaf.hw=no) hands such a context to another
@@ -20,6 +28,7 @@
 #include <openssl/params.h>
 #include "hwaf_local.h"
 #include "hwaf_err.h"
+#include "hwaf_soft.h"
 #include <hwaf/hwaf.h>
 
 typedef struct hwaf_mac_ctx_st {
@@ -36,7 +45,17 @@ typedef struct hwaf_mac_ctx_st {
     int broken;              /* state lost in a child: refuse until init */
     int finalised;
     int failed;              /* an update or final failed: refuse until init */
+    int inited;              /* init done since the key or digest was set */
+    int offload;             /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
+    int where;               /* PATH_*: where this message goes */
+    hwaf_be_md *sw;          /* the software path's keyed HMAC, on first need */
+    unsigned char *hold;     /* the message so far, while PATH_UNDECIDED */
+    size_t held, holdcap;
 } hwaf_mac_ctx;
+
+enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
+/* A threshold above this is treated as this much: the most held back. */
+#define HOLD_MAX ((size_t)1 << 20)
 
 #define FROM_NODE(n) ((hwaf_mac_ctx *)((char *)(n) - offsetof(hwaf_mac_ctx, node)))
 
@@ -81,6 +100,17 @@ static void detach(hwaf_mac_ctx *ctx)
     ctx->be = NULL;
 }
 
+/* Close both paths' objects (a new key or digest). */
+static void drop_all(hwaf_mac_ctx *ctx)
+{
+    detach(ctx);
+    if (ctx->sw != NULL)
+        ctx->impl->soft->be->md_close(ctx->sw);
+    ctx->sw = NULL;
+    ctx->where = PATH_UNDECIDED;
+    ctx->inited = 0;
+}
+
 static OSSL_FUNC_mac_dupctx_fn mac_dupctx;
 static OSSL_FUNC_mac_freectx_fn mac_freectx;
 static OSSL_FUNC_mac_init_fn mac_init;
@@ -102,6 +132,7 @@ static void *mac_newctx(void *provctx, int slot)
     }
     ctx->prov = prov;
     ctx->slot = slot;
+    ctx->offload = HWAF_OFFLOAD_AUTO;
     return ctx;
 }
 
@@ -111,8 +142,10 @@ static void mac_freectx(void *vctx)
 
     if (ctx == NULL)
         return;
-    detach(ctx);
+    if (ctx->impl != NULL)
+        drop_all(ctx);
     EVP_MAC_CTX_free(ctx->soft);
+    OPENSSL_clear_free(ctx->hold, ctx->holdcap);
     OPENSSL_clear_free(ctx->key, ctx->keylen);
     OPENSSL_free(ctx);
 }
@@ -131,7 +164,8 @@ static int set_key(hwaf_mac_ctx *ctx, const unsigned char *key, size_t keylen)
     ctx->key = k;
     ctx->keylen = keylen;
     ctx->key_set = 1;
-    detach(ctx);   /* the next init opens a session with the new key */
+    if (ctx->impl != NULL)
+        drop_all(ctx);   /* the next init opens a session with the new key */
     return 1;
 }
 
@@ -165,8 +199,26 @@ static void *mac_dupctx(void *vctx)
     dst->impl = src->impl;
     dst->finalised = src->finalised;
     dst->failed = src->failed;
+    dst->inited = src->inited;
+    dst->offload = src->offload;
+    dst->where = src->where;
     if (be != NULL)
         attach(dst, be);
+    if (src->sw != NULL && !src->failed
+        && !src->impl->soft->be->md_dup(&dst->sw, src->sw)) {
+        dst->sw = NULL;
+        mac_freectx(dst);
+        return NULL;
+    }
+    if (src->held > 0) {
+        if ((dst->hold = OPENSSL_memdup(src->hold, src->holdcap)) == NULL) {
+            HWAF_RAISE(src->prov, HWAF_R_MALLOC_FAILURE, NULL);
+            mac_freectx(dst);
+            return NULL;
+        }
+        dst->holdcap = src->holdcap;
+        dst->held = src->held;
+    }
     return dst;
 }
 
@@ -214,7 +266,8 @@ static int set_digest(hwaf_mac_ctx *ctx, const char *name)
         if (ctx->prov->slot[a][ctx->slot] == NULL)
             break;
         if (ctx->impl != ctx->prov->slot[a][ctx->slot]) {
-            detach(ctx);
+            if (ctx->impl != NULL)
+                drop_all(ctx);
             ctx->impl = ctx->prov->slot[a][ctx->slot];
         }
         EVP_MAC_CTX_free(ctx->soft);
@@ -222,7 +275,8 @@ static int set_digest(hwaf_mac_ctx *ctx, const char *name)
         return 1;
     }
     if (go_soft(ctx)) {
-        detach(ctx);
+        if (ctx->impl != NULL)
+            drop_all(ctx);
         ctx->impl = NULL;
         return 1;
     }
@@ -255,6 +309,10 @@ static int mac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_PROPERTIES)) != NULL
         && p->data_type != OSSL_PARAM_UTF8_STRING)
         return hwaf_param_failed(ctx->prov, p->key);
+    /* Takes effect while the message is held back, else at the next init. */
+    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !hwaf_offload_param(ctx->prov, p, &ctx->offload))
+        return 0;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL) {
         if (p->data_type != OSSL_PARAM_OCTET_STRING)
             return hwaf_param_failed(ctx->prov, p->key);
@@ -268,6 +326,7 @@ static const OSSL_PARAM mac_known_settable_ctx_params[] = {
     OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, NULL, 0),
     OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_PROPERTIES, NULL, 0),
     OSSL_PARAM_octet_string(OSSL_MAC_PARAM_KEY, NULL, 0),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     OSSL_PARAM_END
 };
 
@@ -304,6 +363,9 @@ static int mac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_BLOCK_SIZE)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->impl != NULL ? ctx->impl->alg->blocklen : 0))
         return hwaf_param_failed(ctx->prov, p->key);
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !OSSL_PARAM_set_int(p, ctx->offload))
+        return hwaf_param_failed(ctx->prov, p->key);
     if (ctx->impl != NULL)
         return hwaf_impl_get_params(ctx->impl, params);
     return 1;
@@ -312,6 +374,7 @@ static int mac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 static const OSSL_PARAM mac_known_gettable_ctx_params[] = {
     OSSL_PARAM_size_t(OSSL_MAC_PARAM_SIZE, NULL),
     OSSL_PARAM_size_t(OSSL_MAC_PARAM_BLOCK_SIZE, NULL),
+    OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, NULL),
     HWAF_IMPL_GETTABLE_PARAMS,
     OSSL_PARAM_END
 };
@@ -321,11 +384,95 @@ static const OSSL_PARAM *mac_gettable_ctx_params(void *cctx, void *provctx)
     return mac_known_gettable_ctx_params;
 }
 
+/* Send the message to the kernel (1) or to software (0), held bytes first. */
+static int go(hwaf_mac_ctx *ctx, int kernel)
+{
+    const hwaf_impl *soft = ctx->impl->soft;
+    hwaf_be_md *be;
+    int ok;
+
+    if (kernel || soft == NULL) {
+        if (ctx->broken) {  /* its state was lost in fork(): start afresh */
+            detach(ctx);
+            ctx->broken = 0;
+        }
+        if (ctx->be == NULL) {
+            hwaf_open_try t;
+
+            hwaf_open_begin(ctx->impl, &t);
+            if (!ctx->impl->be->mac_open(&be, ctx->impl, ctx->key, ctx->keylen)) {
+                /* Out of descriptors or sandboxed: the message in software. */
+                if (!hwaf_open_fallback(ctx->impl, &t, ctx->offload))
+                    return 0;
+                return go(ctx, 0);
+            }
+            hwaf_open_end(ctx->impl, &t);
+            attach(ctx, be);
+        }
+        ctx->where = PATH_KERNEL;
+        ok = ctx->held == 0 || ctx->impl->be->md_update(ctx->be, ctx->hold, ctx->held);
+    } else {
+        if (ctx->sw == NULL && !soft->be->mac_open(&ctx->sw, soft, ctx->key, ctx->keylen)) {
+            ctx->sw = NULL;
+            return 0;
+        }
+        ctx->where = PATH_SOFT;
+        ok = ctx->held == 0 || soft->be->md_update(ctx->sw, ctx->hold, ctx->held);
+    }
+    OPENSSL_cleanse(ctx->hold, ctx->held);
+    ctx->held = 0;
+    return ok;
+}
+
+/* The threshold this context goes by; 0: kernel now, SIZE_MAX: software now. */
+static size_t threshold(const hwaf_mac_ctx *ctx)
+{
+    return hwaf_hold_threshold(ctx->impl, ctx->offload, HOLD_MAX);
+}
+
+/* Take inl more bytes of the message. */
+static int feed(hwaf_mac_ctx *ctx, const unsigned char *in, size_t inl)
+{
+    if (ctx->where == PATH_UNDECIDED) {
+        size_t t = threshold(ctx);
+
+        if (t == 0 || t == SIZE_MAX || ctx->held + inl >= t) {
+            if (!go(ctx, t != SIZE_MAX))
+                return 0;
+        } else {
+            if (ctx->hold == NULL) {
+                /* t <= HOLD_MAX: once per context */
+                if ((ctx->hold = OPENSSL_malloc(t)) == NULL) {
+                    HWAF_RAISE(ctx->prov, HWAF_R_MALLOC_FAILURE, NULL);
+                    return 0;
+                }
+                ctx->holdcap = t;
+            } else if (ctx->held + inl > ctx->holdcap) {
+                unsigned char *h = OPENSSL_clear_realloc(ctx->hold, ctx->holdcap, t);
+
+                if (h == NULL) {
+                    HWAF_RAISE(ctx->prov, HWAF_R_MALLOC_FAILURE, NULL);
+                    return 0;
+                }
+                ctx->hold = h;
+                ctx->holdcap = t;
+            }
+            memcpy(ctx->hold + ctx->held, in, inl);
+            ctx->held += inl;
+            return 1;
+        }
+    }
+    if (inl == 0)
+        return 1;
+    if (ctx->where == PATH_KERNEL)
+        return ctx->impl->be->md_update(ctx->be, in, inl);
+    return ctx->impl->soft->be->md_update(ctx->sw, in, inl);
+}
+
 static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
                     const OSSL_PARAM params[])
 {
     hwaf_mac_ctx *ctx = vctx;
-    hwaf_be_md *be;
 
     if (!mac_set_ctx_params(ctx, params))
         return 0;
@@ -341,27 +488,45 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
         HWAF_RAISE(ctx->prov, HWAF_R_NO_KEY_SET, NULL);
         return 0;
     }
-    ctx->broken = 0;
+    if (ctx->failed) {
+        /* After a failure the running MAC holds an unknown part of a
+         * message: never reset it, start on a fresh one. */
+        drop_all(ctx);
+        ctx->failed = 0;
+    }
+    if (ctx->broken) {  /* the kernel state was lost in fork(): start afresh */
+        detach(ctx);
+        ctx->broken = 0;
+    }
     ctx->finalised = 0;
-    /* After a failure the running MAC holds an unknown part of a message:
-     * never reset it, start on a fresh one. */
-    if (ctx->be != NULL && !ctx->failed && ctx->impl->be->md_reset(ctx->be))
-        return 1;
-    ctx->failed = 0;
-    detach(ctx);
-    if (!ctx->impl->be->mac_open(&be, ctx->impl, ctx->key, ctx->keylen))
+    OPENSSL_cleanse(ctx->hold, ctx->held);
+    ctx->held = 0;
+    /* Back to the keyed initial state, on the path the last message took;
+     * an object that cannot be reset is replaced by a fresh one. */
+    if (ctx->where == PATH_KERNEL && ctx->be != NULL && !ctx->impl->be->md_reset(ctx->be))
+        detach(ctx);
+    if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw)) {
+        ctx->impl->soft->be->md_close(ctx->sw);
+        ctx->sw = NULL;
+    }
+    ctx->where = PATH_UNDECIDED;
+    ctx->inited = 1;
+    /* Decided already: go there now, as a kernel-only context always did
+     * (a bad key or a missing driver shows at init). */
+    if (threshold(ctx) == 0 && !go(ctx, 1)) {
+        ctx->failed = 1;
         return 0;
-    attach(ctx, be);
+    }
     return 1;
 }
 
 static int mac_ready(hwaf_mac_ctx *ctx)
 {
-    if (ctx->be == NULL) {
+    if (!ctx->inited) {
         HWAF_RAISE(ctx->prov, HWAF_R_NOT_INITIALISED, NULL);
         return 0;
     }
-    if (ctx->broken) {
+    if (ctx->broken && ctx->where == PATH_KERNEL) {
         HWAF_RAISE(ctx->prov, HWAF_R_FORK_RECOVERY_FAILED,
                    "the running MAC was lost in fork(); initialise again");
         return 0;
@@ -387,7 +552,7 @@ static int mac_update(void *vctx, const unsigned char *in, size_t inl)
         return EVP_MAC_update(ctx->soft, in, inl);
     if (!mac_ready(ctx))
         return 0;
-    if (ctx->impl->be->md_update(ctx->be, in, inl))
+    if (feed(ctx, in, inl))
         return 1;
     ctx->failed = 1;  /* part of the message may be in: see mac_init() */
     return 0;
@@ -409,7 +574,10 @@ static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsiz
         return 0;
     }
     ctx->finalised = 1;
-    if (!ctx->impl->be->md_final(ctx->be, out)) {
+    /* A message still held back ended below the threshold: software. */
+    if ((ctx->where == PATH_UNDECIDED && !go(ctx, threshold(ctx) == 0))
+        || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
+                                      : !ctx->impl->soft->be->md_final(ctx->sw, out))) {
         ctx->failed = 1;
         return 0;
     }

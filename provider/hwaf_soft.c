@@ -216,7 +216,9 @@ int hwaf_soft_impl_init(hwaf_impl *impl)
     twin->be_index = -1;
     twin->offload_min = SIZE_MAX;
     snprintf(twin->drv.name, sizeof(twin->drv.name), "openssl-default");
-    if (!soft_impl_init(twin)) {
+    if (impl->alg->kind == HWAF_KIND_AEAD || impl->alg->kind == HWAF_KIND_MAC)
+        twin->be = &hwaf_backend_soft_aead_mac;   /* hwaf_soft_aead_mac.c */
+    if (!twin->be->impl_init(twin)) {
         HWAF_DEBUG("software path: the default provider has no %s", impl->alg->names);
         OPENSSL_free(twin);
         return 0;
@@ -229,7 +231,7 @@ void hwaf_soft_impl_free(hwaf_impl *impl)
 {
     if (impl->soft == NULL)
         return;
-    soft_impl_free(impl->soft);
+    impl->soft->be->impl_free(impl->soft);
     OPENSSL_free(impl->soft);
     impl->soft = NULL;
 }
@@ -532,5 +534,5 @@ const hwaf_backend hwaf_backend_soft = {
     .md_fork_child = soft_md_fork_noop,
     .impl_init = soft_impl_init,
     .impl_free = soft_impl_free,
-    /* no AEAD, no keyed hash: GCM and HMAC always use the kernel */
+    /* no AEAD, no keyed hash: those are hwaf_backend_soft_aead_mac's */
 };

@@ -13,11 +13,14 @@
 #define HWAF_SOFT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <openssl/core.h>
 #include "hwaf_backend.h"
 
-/* The software "backend": OpenSSL's default provider. */
+/* The software "backend": OpenSSL's default provider.  Ciphers and
+ * digests (hwaf_soft.c); AES-GCM and HMAC (hwaf_soft_aead_mac.c). */
 extern const hwaf_backend hwaf_backend_soft;
+extern const hwaf_backend hwaf_backend_soft_aead_mac;
 
 /*
  * A software cipher session as a running stream.  The backend's
@@ -88,6 +91,21 @@ static inline int hwaf_offload(const hwaf_impl *impl, int force, size_t n)
     if (force != HWAF_OFFLOAD_AUTO)
         return force;
     return n >= impl->offload_min;
+}
+
+/*
+ * For a stream whose state cannot move from software to the kernel (a
+ * digest, an HMAC): the most to hold back before the kernel takes it.
+ * 0: the kernel from the start; SIZE_MAX: software for the whole message;
+ * else the threshold, at most hold_max.
+ */
+static inline size_t hwaf_hold_threshold(const hwaf_impl *impl, int force, size_t hold_max)
+{
+    if (impl->soft == NULL || force == HWAF_OFFLOAD_KERNEL)
+        return 0;
+    if (force == HWAF_OFFLOAD_SOFTWARE || impl->offload_min == SIZE_MAX)
+        return SIZE_MAX;
+    return impl->offload_min < hold_max ? impl->offload_min : hold_max;
 }
 
 /*

@@ -16,7 +16,9 @@
  *  HmacDiff*  hwaf against the default provider: key lengths from 0 to
  *             beyond the block, random splits, copies, re-init, params.
  *  HmacTest.GcmAndHmacRefusedUnderSeccompFilter: a filter installed after
- *             load bars new GCM and HMAC sessions with a reason, no SIGSYS.
+ *             load bars new GCM and HMAC sessions of contexts forced to the
+ *             kernel with a reason, no SIGSYS (others are served in
+ *             software: Sandbox*).
  */
 #include "hwaf_test.h"
 
@@ -32,11 +34,6 @@
 using namespace hwaf_test;
 
 namespace {
-
-struct MacFree { void operator()(EVP_MAC *m) const { EVP_MAC_free(m); } };
-struct MacCtxFree { void operator()(EVP_MAC_CTX *m) const { EVP_MAC_CTX_free(m); } };
-using MacPtr = std::unique_ptr<EVP_MAC, MacFree>;
-using MacCtxPtr = std::unique_ptr<EVP_MAC_CTX, MacCtxFree>;
 
 const char *const kGcm[] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
 
@@ -488,10 +485,14 @@ TEST_F(GcmErrors, RefusedWithReasons)
     ASSERT_TRUE(EVP_EncryptUpdate(y.get(), buf.data(), &outl, buf.data(), 16));
     unsigned char got_iv[12];
     ASSERT_TRUE(EVP_CIPHER_CTX_get_updated_iv(y.get(), got_iv, 12));
-    /* a message larger than one kernel request */
+    /* a message larger than one kernel request, in a context forced to the
+     * kernel (otherwise software computes it: Dispatch.GcmMessageLarger...) */
     Bytes big(64u << 20);
     CtxPtr z(EVP_CIPHER_CTX_new());
-    ASSERT_TRUE(EVP_EncryptInit_ex2(z.get(), h.get(), key.data(), iv.data(), nullptr));
+    int kernel = 1;
+    OSSL_PARAM force[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &kernel), OSSL_PARAM_construct_end()};
+    ASSERT_TRUE(EVP_EncryptInit_ex2(z.get(), h.get(), key.data(), iv.data(), force));
+    ASSERT_EQ(ctx_param_int(z.get(), HWAF_PARAM_OFFLOAD, -7), 1);
     EXPECT_FALSE(EVP_EncryptUpdate(z.get(), big.data(), &outl, big.data(), (int)big.size()));
     EXPECT_TRUE(has_reasoned_error());
 }
@@ -694,9 +695,10 @@ TEST_F(HmacTest, OtherDigestsGoToAnotherProvider)
 /*
  * A child installs a filter that kills the process on the system calls a
  * kernel session needs (socket, accept4, ioctl), as sshd's sandboxed child
- * does, and then asks for a GCM key and an HMAC key: hwaf must refuse both
- * with its "seccomp filter" reason instead of making the call (which would
- * kill the child with SIGSYS).
+ * does, and then asks for a GCM key and an HMAC key in contexts forced to
+ * the kernel (hwaf-offload = 1): hwaf must refuse both with its "seccomp
+ * filter" reason instead of making the call (which would kill the child
+ * with SIGSYS).
  */
 TEST_F(HmacTest, GcmAndHmacRefusedUnderSeccompFilter)
 {
@@ -722,15 +724,16 @@ TEST_F(HmacTest, GcmAndHmacRefusedUnderSeccompFilter)
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
             || syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
             _exit(10);
-        int bad = 0;
+        int bad = 0, kernel = 1;
+        OSSL_PARAM force[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &kernel), OSSL_PARAM_construct_end()};
         CtxPtr x(EVP_CIPHER_CTX_new());
         ERR_clear_error();
-        if (EVP_EncryptInit_ex2(x.get(), gh.get(), key.data(), key.data(), nullptr))
+        if (EVP_EncryptInit_ex2(x.get(), gh.get(), key.data(), key.data(), force))
             bad |= 1;  /* a GCM session was opened: the filter let it through? */
         else if (error_queue_text().find("seccomp") == std::string::npos)
             bad |= 2;
         MacCtxPtr m(EVP_MAC_CTX_new(h.get()));
-        if (init(m.get(), "SHA2-256", key))
+        if (!EVP_MAC_CTX_set_params(m.get(), force) || init(m.get(), "SHA2-256", key))
             bad |= 4;
         else if (error_queue_text().find("seccomp") == std::string::npos)
             bad |= 8;

@@ -306,25 +306,343 @@ TEST_P(DispatchDigest, ForkWhileHeldBackAndAfter)
 INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchDigest, ::testing::ValuesIn(kDigests),
                          [](const ::testing::TestParamInfo<DigestAlg> &i) { return test_name(i.param.name); });
 
+/* ---- AES-GCM and HMAC: each message takes its path ---------------------- */
+
+/* n cut into up to `pieces` random sizes that add up to n. */
+std::vector<size_t> cuts(std::mt19937_64 &rng, size_t n, int pieces)
+{
+    std::vector<size_t> v;
+    for (int i = 1; i < pieces && n > 0; i++) {
+        size_t c = rng() % (n + 1);
+        v.push_back(c);
+        n -= c;
+    }
+    v.push_back(n);
+    return v;
+}
+
+struct GcmRun {
+    bool ok = false;
+    Bytes out, tag;
+};
+
+/*
+ * One GCM message through c (key only when given): AAD and data in the
+ * given pieces; decrypting, the tag set before the data or before the
+ * final; at data piece copy_at the context is copied and the copy carries
+ * on.  The same steps on hwaf and on the default provider must agree.
+ */
+GcmRun gcm_run(EVP_CIPHER_CTX *c, const EVP_CIPHER *ciph, int enc, const Bytes *key, const Bytes &iv,
+               const Bytes &aad, const std::vector<size_t> &aad_cuts, const Bytes &in,
+               const std::vector<size_t> &data_cuts, Bytes tag, bool tag_first, int copy_at)
+{
+    GcmRun r;
+    CtxPtr copy;
+    int outl = 0;
+    size_t off = 0, o = 0;
+
+    /* Without a key, no cipher either: EVP would start a fresh context. */
+    if (!EVP_CipherInit_ex2(c, key ? ciph : nullptr, key ? key->data() : nullptr, iv.data(), enc, nullptr))
+        return r;
+    if (!enc && tag_first && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, (int)tag.size(), tag.data()) <= 0)
+        return r;
+    for (size_t n : aad_cuts) {
+        if (n > 0 && !EVP_CipherUpdate(c, nullptr, &outl, aad.data() + off, (int)n))
+            return r;
+        off += n;
+    }
+    r.out.resize(in.size() + 16);
+    off = 0;
+    for (size_t i = 0; i < data_cuts.size(); i++) {
+        if ((int)i == copy_at) {
+            CtxPtr k(EVP_CIPHER_CTX_new());
+            if (!EVP_CIPHER_CTX_copy(k.get(), c))
+                return r;
+            copy = std::move(k);
+            c = copy.get();
+        }
+        if (data_cuts[i] > 0 && !EVP_CipherUpdate(c, r.out.data() + o, &outl, in.data() + off, (int)data_cuts[i]))
+            return r;
+        off += data_cuts[i];
+        o += data_cuts[i] > 0 ? (size_t)outl : 0;
+    }
+    if (!enc && !tag_first && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, (int)tag.size(), tag.data()) <= 0)
+        return r;
+    r.ok = EVP_CipherFinal_ex(c, r.out.data() + o, &outl) == 1;
+    r.out.resize(o + (r.ok ? (size_t)outl : 0));
+    if (r.ok && enc) {
+        r.tag.resize(16);
+        r.ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, r.tag.data()) > 0;
+    }
+    return r;
+}
+
+class DispatchGcm : public Dispatch, public ::testing::WithParamInterface<const char *> {};
+
+/*
+ * Messages whose AAD and data lie around the threshold, in random pieces,
+ * both directions, the tag set first or last (sometimes changed: must fail
+ * on both), copies mid-message, one context re-initialised with new IVs and
+ * now and then a new key: hwaf gives the default provider's output and tag
+ * every time, and both paths ran.
+ */
+TEST_P(DispatchGcm, EachMessageTakesItsPath)
+{
+    CipherPtr h, d;
+    need_cipher(GetParam(), &h, &d);
+    if (!h)
+        return;
+    Counts c0 = counts(*lib_);
+    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get()));
+    CtxPtr ch(EVP_CIPHER_CTX_new()), cd(EVP_CIPHER_CTX_new());
+    for (int msg = 0; msg < 40; msg++) {
+        bool rekey = msg == 0 || rng_() % 6 == 0;
+        if (rekey)
+            key = random_bytes(key.size());
+        Bytes iv = random_bytes(12);
+        Bytes aad = random_bytes(rng_() % 3 == 0 ? 0 : random_size(0, 2 * kThreshold));
+        Bytes pt = random_bytes(random_size(0, 3 * kThreshold));
+        auto acuts = cuts(rng_, aad.size(), 1 + (int)(rng_() % 3));
+        auto dcuts = cuts(rng_, pt.size(), 1 + (int)(rng_() % 4));
+        int copy_at = rng_() % 4 == 0 ? (int)(rng_() % dcuts.size()) : -1;
+        std::ostringstream what;
+        what << GetParam() << " message " << msg << ": aad " << aad.size() << " data " << pt.size() << " in "
+             << dcuts.size() << " pieces, copy at " << copy_at;
+        GcmRun eh = gcm_run(ch.get(), h.get(), 1, rekey ? &key : nullptr, iv, aad, acuts, pt, dcuts, Bytes(), false,
+                            copy_at);
+        GcmRun ed = gcm_run(cd.get(), d.get(), 1, rekey ? &key : nullptr, iv, aad, acuts, pt, dcuts, Bytes(), false,
+                            copy_at);
+        ASSERT_TRUE(ed.ok) << what.str();
+        ASSERT_TRUE(eh.ok) << what.str() << " encrypt: " << error_queue_text();
+        ASSERT_EQ(tohex(eh.out), tohex(ed.out)) << what.str();
+        ASSERT_EQ(tohex(eh.tag), tohex(ed.tag)) << what.str();
+        Bytes tag = ed.tag;
+        bool bad = rng_() % 4 == 0;
+        if (bad)
+            tag[rng_() % tag.size()] ^= 0x10;
+        bool first = rng_() % 2 == 0;
+        GcmRun dh = gcm_run(ch.get(), h.get(), 0, &key, iv, aad, acuts, ed.out, dcuts, tag, first, copy_at);
+        GcmRun dd = gcm_run(cd.get(), d.get(), 0, &key, iv, aad, acuts, ed.out, dcuts, tag, first, copy_at);
+        ASSERT_EQ(dd.ok, !bad) << what.str();
+        ASSERT_EQ(dh.ok, dd.ok) << what.str() << " decrypt, tag " << (first ? "first" : "last")
+                                << (bad ? " (changed)" : "") << ": " << error_queue_text();
+        if (dd.ok) {
+            ASSERT_EQ(tohex(dh.out), tohex(pt)) << what.str();
+        }
+        ERR_clear_error();
+    }
+    Counts c1 = counts(*lib_);
+    EXPECT_GT(c1.sw_ops, c0.sw_ops) << "no message was computed in software";
+    EXPECT_GT(c1.k_ops, c0.k_ops) << "no message reached the kernel";
+}
+
+/* A message in software and one in the kernel, each continued in a child
+ * after fork(): parent and child both finish it as the default provider. */
+TEST_P(DispatchGcm, ForkMidMessage)
+{
+    CipherPtr h, d;
+    need_cipher(GetParam(), &h, &d);
+    if (!h)
+        return;
+    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get())), iv = random_bytes(12);
+    for (size_t first : {kThreshold / 4, 2 * kThreshold}) {
+        Bytes in = random_bytes(first + 100), oh(in.size()), od(in.size());
+        CtxPtr ch(EVP_CIPHER_CTX_new()), cd(EVP_CIPHER_CTX_new());
+        int l = 0;
+        ASSERT_TRUE(EVP_EncryptInit_ex2(ch.get(), h.get(), key.data(), iv.data(), nullptr));
+        ASSERT_TRUE(EVP_EncryptInit_ex2(cd.get(), d.get(), key.data(), iv.data(), nullptr));
+        ASSERT_TRUE(EVP_EncryptUpdate(ch.get(), oh.data(), &l, in.data(), (int)first)) << error_queue_text();
+        ASSERT_TRUE(EVP_EncryptUpdate(cd.get(), od.data(), &l, in.data(), (int)first));
+        pid_t pid = fork();
+        ASSERT_NE(pid, -1);
+        unsigned char th[16], td[16];
+        bool ok = EVP_EncryptUpdate(ch.get(), oh.data() + first, &l, in.data() + first, 100)
+                  && EVP_EncryptFinal_ex(ch.get(), oh.data(), &l)
+                  && EVP_CIPHER_CTX_ctrl(ch.get(), EVP_CTRL_AEAD_GET_TAG, 16, th) > 0
+                  && EVP_EncryptUpdate(cd.get(), od.data() + first, &l, in.data() + first, 100)
+                  && EVP_EncryptFinal_ex(cd.get(), od.data(), &l)
+                  && EVP_CIPHER_CTX_ctrl(cd.get(), EVP_CTRL_AEAD_GET_TAG, 16, td) > 0
+                  && oh == od && memcmp(th, td, 16) == 0;
+        if (pid == 0)
+            _exit(ok ? 0 : 1);
+        EXPECT_TRUE(ok) << GetParam() << " parent, first update " << first << "\n" << error_queue_text();
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << GetParam() << " child, first update " << first;
+    }
+}
+
+const char *const kGcms[] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
+INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchGcm, ::testing::ValuesIn(kGcms),
+                         [](const ::testing::TestParamInfo<const char *> &i) { return test_name(i.param); });
+
+/*
+ * A message larger than one kernel request (AF_ALG 421,872 bytes, the CUSE
+ * device 65,520) is computed in software, counted, where the default
+ * provider succeeds: in one update, and as a small first update whose
+ * final's request over the whole message is the one that does not fit.  A
+ * context forced to the kernel gets a clean error.
+ */
+TEST_F(Dispatch, GcmMessageLargerThanTheKernelTakesGoesToSoftware)
+{
+    use_config("offload_min = 0\n");
+    if (HasFatalFailure())
+        return;
+    CipherPtr h, d;
+    need_cipher("AES-128-GCM", &h, &d);
+    if (!h)
+        return;
+    Bytes key = random_bytes(16), iv = random_bytes(12), aad = random_bytes(20), pt = random_bytes((size_t)1 << 20);
+    GcmRun ref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), d.get(), 1, &key, iv, aad, {aad.size()}, pt,
+                         {pt.size()}, Bytes(), false, -1);
+    ASSERT_TRUE(ref.ok);
+    for (auto dc : {std::vector<size_t>{pt.size()}, std::vector<size_t>{1000, pt.size() - 1000}}) {
+        Counts c0 = counts(*lib_);
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        GcmRun r = gcm_run(c.get(), h.get(), 1, &key, iv, aad, {aad.size()}, pt, dc, Bytes(), false, -1);
+        ASSERT_TRUE(r.ok) << dc.size() << " updates: " << error_queue_text();
+        EXPECT_EQ(tohex(r.out), tohex(ref.out));
+        EXPECT_EQ(tohex(r.tag), tohex(ref.tag));
+        GcmRun back = gcm_run(c.get(), h.get(), 0, &key, iv, aad, {aad.size()}, r.out, dc, r.tag, dc.size() == 1, -1);
+        ASSERT_TRUE(back.ok) << error_queue_text();
+        EXPECT_TRUE(back.out == pt);
+        EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
+        EXPECT_GE(counts(*lib_).sw_bytes - c0.sw_bytes, pt.size()) << "not computed in software";
+    }
+    CtxPtr c(EVP_CIPHER_CTX_new());
+    int force = 1, outl = 0;
+    OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+    Bytes out(pt.size());
+    ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), p)) << error_queue_text();
+    EXPECT_EQ(ctx_param_int(c.get(), HWAF_PARAM_OFFLOAD, -7), 1);
+    EXPECT_FALSE(EVP_EncryptUpdate(c.get(), out.data(), &outl, pt.data(), (int)pt.size()));
+    EXPECT_TRUE(has_reasoned_error()) << "no reason for the message the kernel cannot take";
+    ERR_clear_error();
+}
+
+class DispatchHmac : public Dispatch, public ::testing::WithParamInterface<DigestAlg> {
+protected:
+    MacPtr fetch(const char *query)
+    {
+        return MacPtr(EVP_MAC_fetch(lib_->get(), "HMAC", query));
+    }
+    MacCtxPtr ctx(EVP_MAC *m, const Bytes &key)
+    {
+        MacCtxPtr c(EVP_MAC_CTX_new(m));
+        OSSL_PARAM p[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)GetParam().name, 0),
+                          OSSL_PARAM_construct_end()};
+        EXPECT_TRUE(c && EVP_MAC_init(c.get(), key.data(), key.size(), p)) << GetParam().name << ": "
+                                                                           << error_queue_text();
+        return c;
+    }
+    static std::string final_hex(EVP_MAC_CTX *c)
+    {
+        unsigned char out[EVP_MAX_MD_SIZE];
+        size_t l = 0;
+        if (!EVP_MAC_final(c, out, &l, sizeof(out)))
+            return "failed: " + error_queue_text();
+        return tohex(out, l);
+    }
+};
+
+/* As DispatchDigest.HeldBackThenDecided, for HMAC: messages around the
+ * threshold in random pieces, a copy mid-message, the context re-used. */
+TEST_P(DispatchHmac, HeldBackThenDecided)
+{
+    MacPtr h = fetch(hwaf_query().c_str());
+    MacPtr d = fetch("provider=default");
+    ASSERT_TRUE(h && d) << error_queue_text();
+    Counts c0 = counts(*lib_);
+    Bytes key = random_bytes(random_size(1, 200));
+    MacCtxPtr ch = ctx(h.get(), key), cd = ctx(d.get(), key);
+    for (int msg = 0; msg < 30; msg++) {
+        if (msg > 0) {
+            ASSERT_TRUE(EVP_MAC_init(ch.get(), nullptr, 0, nullptr)) << error_queue_text();
+            ASSERT_TRUE(EVP_MAC_init(cd.get(), nullptr, 0, nullptr));
+        }
+        int pieces = 1 + (int)(rng_() % 5);
+        MacCtxPtr kh, kd;
+        std::ostringstream log;
+        for (int p = 0; p < pieces; p++) {
+            Bytes in = random_bytes(random_size(0, 2 * kThreshold / pieces + 8));
+            ASSERT_TRUE(EVP_MAC_update(ch.get(), in.data(), in.size())) << error_queue_text();
+            ASSERT_TRUE(EVP_MAC_update(cd.get(), in.data(), in.size()));
+            log << in.size() << " ";
+            if (!kh && rng_() % 3 == 0) {
+                kh.reset(EVP_MAC_CTX_dup(ch.get()));
+                kd.reset(EVP_MAC_CTX_dup(cd.get()));
+                ASSERT_TRUE(kh && kd) << error_queue_text();
+                Bytes more = random_bytes(random_size(0, 2 * kThreshold));
+                ASSERT_TRUE(EVP_MAC_update(kh.get(), more.data(), more.size()));
+                ASSERT_TRUE(EVP_MAC_update(kd.get(), more.data(), more.size()));
+                log << "copy+" << more.size() << " ";
+            }
+        }
+        ASSERT_EQ(final_hex(ch.get()), final_hex(cd.get())) << GetParam().name << " pieces " << log.str();
+        if (kh) {
+            ASSERT_EQ(final_hex(kh.get()), final_hex(kd.get())) << GetParam().name << " copy, pieces " << log.str();
+        }
+    }
+    Counts c1 = counts(*lib_);
+    EXPECT_GT(c1.sw_ops, c0.sw_ops) << "no message was computed in software";
+    EXPECT_GT(c1.k_ops, c0.k_ops) << "no message reached the kernel";
+}
+
+TEST_P(DispatchHmac, ForkWhileHeldBackAndAfter)
+{
+    MacPtr h = fetch(hwaf_query().c_str());
+    MacPtr d = fetch("provider=default");
+    ASSERT_TRUE(h && d);
+    Bytes key = random_bytes(32);
+    for (size_t first : {kThreshold / 2, 2 * kThreshold}) {
+        MacCtxPtr ch = ctx(h.get(), key), cd = ctx(d.get(), key);
+        Bytes in = random_bytes(first), more = random_bytes(random_size(0, 3 * kThreshold));
+        ASSERT_TRUE(EVP_MAC_update(ch.get(), in.data(), in.size()));
+        ASSERT_TRUE(EVP_MAC_update(cd.get(), in.data(), in.size()));
+        pid_t pid = fork();
+        ASSERT_NE(pid, -1);
+        bool ok = EVP_MAC_update(ch.get(), more.data(), more.size()) && EVP_MAC_update(cd.get(), more.data(), more.size())
+                  && final_hex(ch.get()) == final_hex(cd.get());
+        if (pid == 0)
+            _exit(ok ? 0 : 1);
+        EXPECT_TRUE(ok) << GetParam().name << " parent, " << first << "+" << more.size() << "\n" << error_queue_text();
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << GetParam().name << " child, " << first << "+"
+                                                                   << more.size();
+    }
+}
+
+TEST_P(DispatchHmac, ContextParameterForces)
+{
+    MacPtr h = fetch(hwaf_query().c_str());
+    MacPtr d = fetch("provider=default");
+    ASSERT_TRUE(h && d);
+    Bytes key = random_bytes(20);
+    for (int force : {0, 1}) {
+        MacCtxPtr ch = ctx(h.get(), key), cd = ctx(d.get(), key);
+        Counts before = counts(*lib_);
+        OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+        ASSERT_TRUE(EVP_MAC_CTX_set_params(ch.get(), p)) << error_queue_text();
+        int got = -7;
+        OSSL_PARAM q[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &got), OSSL_PARAM_construct_end()};
+        ASSERT_TRUE(EVP_MAC_CTX_get_params(ch.get(), q));
+        EXPECT_EQ(got, force);
+        size_t n = force ? 16 : 4 * kThreshold;
+        Bytes in(n, 3);
+        ASSERT_TRUE(EVP_MAC_update(ch.get(), in.data(), n));
+        ASSERT_TRUE(EVP_MAC_update(cd.get(), in.data(), n));
+        EXPECT_EQ(final_hex(ch.get()), final_hex(cd.get()));
+        Counts after = counts(*lib_);
+        EXPECT_EQ(after.sw_bytes - before.sw_bytes, force ? 0u : n) << "force " << force;
+        EXPECT_EQ(after.k_bytes - before.k_bytes, force ? n : 0u) << "force " << force;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchHmac, ::testing::ValuesIn(kDigests),
+                         [](const ::testing::TestParamInfo<DigestAlg> &i) { return test_name(i.param.name); });
+
 /* ---- the per-context parameter and the configuration keys -------------- */
-
-/* Algorithms with a software path (AEAD and MAC have none yet: always the
- * kernel, threshold 0 by default). */
-bool dispatched(const std::string &name)
-{
-    for (const auto &c : kCiphers)
-        if (name == c.name)
-            return true;
-    for (const auto &d : kDigests)
-        if (name == d.name)
-            return true;
-    return false;
-}
-
-std::string always_kernel(const ImplLine &l)
-{
-    return l.name + " " + l.backend + " " + l.driver + " offload_min=0 source=default";
-}
 
 std::vector<std::string> threshold_lines(const LibCtx &lib)
 {
@@ -433,8 +751,7 @@ TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
     ASSERT_EQ(lines.size(), impls.size() + 1);
     EXPECT_EQ(lines[0], "policy=throughput");
     for (size_t i = 0; i < impls.size(); i++)
-        EXPECT_EQ(lines[i + 1], !dispatched(impls[i].name) ? always_kernel(impls[i]) :
-                                impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
+        EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
                                     " offload_min=" + std::to_string(kThreshold) + " source=configured");
 
     /* A calibration file: its values are used, per policy, shown as cached. */
@@ -452,8 +769,7 @@ TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
         EXPECT_EQ(lines[0], std::string("policy=") + policy);
         std::string want = strcmp(policy, "cpu") == 0 ? "never" : "32";
         for (size_t i = 0; i < impls.size(); i++)
-            EXPECT_EQ(lines[i + 1], !dispatched(impls[i].name) ? always_kernel(impls[i]) :
-                                    impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
+            EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
                                         " offload_min=" + want + " source=cached");
         CipherPtr h = hwaf_cipher("AES-128-CBC");
         ASSERT_TRUE(h);
@@ -470,8 +786,7 @@ TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
     ASSERT_EQ(lines.size(), impls.size() + 1);
     for (size_t i = 0; i < impls.size(); i++) {
         std::string want = impls[i].hw ? "16384" : "never";
-        EXPECT_EQ(lines[i + 1], !dispatched(impls[i].name) ? always_kernel(impls[i]) :
-                                impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
+        EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
                                     " offload_min=" + want + " source=default");
     }
     /* `openssl list -providers -verbose` shows buildinfo: the thresholds
@@ -536,12 +851,18 @@ TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
     use_config("offload_min = 0\n");
     if (HasFatalFailure())
         return;
-    CipherPtr h, d;
+    CipherPtr h, d, gh, gd;
     MdPtr mh, md;
     need_cipher("AES-128-CBC", &h, &d);
     need_md("SHA2-256", &mh, &md);
-    if (!h || !mh)
+    need_cipher("AES-256-GCM", &gh, &gd);
+    MacPtr hm(EVP_MAC_fetch(lib_->get(), "HMAC", hwaf_query().c_str()));
+    MacPtr hd(EVP_MAC_fetch(lib_->get(), "HMAC", "provider=default"));
+    if (!h || !mh || !gh)
         return;
+    ASSERT_TRUE(hm && hd) << error_queue_text();
+    OSSL_PARAM sha256[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA2-256", 0),
+                           OSSL_PARAM_construct_end()};
     std::string backend;
     {
         CtxPtr c(EVP_CIPHER_CTX_new());
@@ -552,8 +873,9 @@ TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
     Counts c0 = counts(*lib_);
     uint64_t f0 = fallbacks(*lib_);
     const int kLive = 40;
-    std::vector<CtxPtr> ciphers;
+    std::vector<CtxPtr> ciphers, gcms;
     std::vector<MdCtxPtr> digests;
+    std::vector<MacCtxPtr> macs;
     {
         FdHog hog(256);
         ASSERT_TRUE(hog.full()) << "could not use up the descriptors";
@@ -569,6 +891,19 @@ TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
         }
         Bytes dref;
         ASSERT_TRUE(digest_oneshot(md.get(), in, &dref));
+        Bytes gkey = random_bytes(32), giv = random_bytes(12), aad = random_bytes(13);
+        GcmRun gref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), gd.get(), 1, &gkey, giv, aad, {aad.size()}, in,
+                              {in.size()}, Bytes(), false, -1);
+        ASSERT_TRUE(gref.ok);
+        std::string mref;
+        {
+            MacCtxPtr x(EVP_MAC_CTX_new(hd.get()));
+            unsigned char mo[64];
+            size_t ml = 0;
+            ASSERT_TRUE(EVP_MAC_init(x.get(), gkey.data(), gkey.size(), sha256) && EVP_MAC_update(x.get(), in.data(), in.size())
+                        && EVP_MAC_final(x.get(), mo, &ml, sizeof(mo)));
+            mref = tohex(mo, ml);
+        }
         for (int i = 0; i < kLive; i++) {
             CtxPtr c(EVP_CIPHER_CTX_new());
             ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr))
@@ -587,6 +922,20 @@ TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
             ASSERT_EQ(tohex(dg, dl), tohex(dref)) << "digest " << i;
             ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), mh.get(), nullptr)) << error_queue_text();
             digests.push_back(std::move(m));
+            CtxPtr g(EVP_CIPHER_CTX_new());
+            GcmRun gr = gcm_run(g.get(), gh.get(), 1, &gkey, giv, aad, {aad.size()}, in, {in.size()}, Bytes(), false, -1);
+            ASSERT_TRUE(gr.ok) << "GCM context " << i << ": " << error_queue_text();
+            ASSERT_EQ(tohex(gr.out) + tohex(gr.tag), tohex(gref.out) + tohex(gref.tag)) << "GCM context " << i;
+            gcms.push_back(std::move(g));
+            MacCtxPtr x(EVP_MAC_CTX_new(hm.get()));
+            unsigned char mo[64];
+            size_t ml = 0;
+            ASSERT_TRUE(EVP_MAC_init(x.get(), gkey.data(), gkey.size(), sha256)) << "HMAC " << i << ": " << error_queue_text();
+            ASSERT_TRUE(EVP_MAC_update(x.get(), in.data(), in.size())) << error_queue_text();
+            ASSERT_TRUE(EVP_MAC_final(x.get(), mo, &ml, sizeof(mo))) << error_queue_text();
+            ASSERT_EQ(tohex(mo, ml), mref) << "HMAC " << i;
+            ASSERT_TRUE(EVP_MAC_init(x.get(), nullptr, 0, nullptr)) << error_queue_text();
+            macs.push_back(std::move(x));
         }
         EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
         if (backend == "afalg") {

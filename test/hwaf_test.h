@@ -112,6 +112,10 @@ using CipherPtr = std::unique_ptr<EVP_CIPHER, CipherFree>;
 using CtxPtr = std::unique_ptr<EVP_CIPHER_CTX, CtxFree>;
 using MdPtr = std::unique_ptr<EVP_MD, MdFree>;
 using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+struct MacFree { void operator()(EVP_MAC *m) const { EVP_MAC_free(m); } };
+struct MacCtxFree { void operator()(EVP_MAC_CTX *m) const { EVP_MAC_CTX_free(m); } };
+using MacPtr = std::unique_ptr<EVP_MAC, MacFree>;
+using MacCtxPtr = std::unique_ptr<EVP_MAC_CTX, MacCtxFree>;
 
 /* A fresh library context with hwaf and default loaded (from the build's
  * module directory), or configured from an openssl.cnf file. */

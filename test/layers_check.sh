@@ -9,7 +9,7 @@
 #   2 mode layers   hwaf_cipher.c hwaf_digest.c hwaf_tls.c hwaf_aead.c hwaf_mac.c
 #   3 between the mode layers and the backends: the shared implementation
 #                   helpers hwaf_impl.c; the software path of size-aware
-#                   dispatch, hwaf_soft.c
+#                   dispatch, hwaf_soft.c hwaf_soft_aead_mac.c
 #   4 backends      be_*.c
 #   5 system calls  *_sys.c
 #   6 plumbing      hwaf_algs.c hwaf_classify.c hwaf_config.c hwaf_err.c
@@ -22,7 +22,7 @@ lib=${1:?path of libhwaf_core.a}
 
 ENTRY="hwaf_entry hwaf_prov"
 MODES="hwaf_cipher hwaf_digest hwaf_tls hwaf_aead hwaf_mac"
-IMPL="hwaf_impl hwaf_soft"
+IMPL="hwaf_impl hwaf_soft hwaf_soft_aead_mac"
 PLUMBING="hwaf_algs hwaf_classify hwaf_config hwaf_err hwaf_debug hwaf_stats hwaf_fork hwaf_sandbox hwaf_calib"
 
 layer_of() { # object file name -> layer number (0: unknown)

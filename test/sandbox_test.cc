@@ -3,8 +3,8 @@
  * installs one in its pre-authentication child (sandbox-seccomp-filter.c):
  * socket(), accept4(), sendmsg(), ioctl(), splice() and pipes kill the
  * process, open() fails with EACCES.  In a child that installs such a
- * filter, every algorithm with a software path must still give the default
- * provider's bytes, through the software path (hwaf_open_fallback),
+ * filter, every algorithm (ciphers, digests, AES-GCM, HMAC) must still give
+ * the default provider's bytes, through the software path (hwaf_open_fallback),
  * counted as sandbox fallbacks, with nothing on the error queue and
  * without the kernel killing the child; a context forced to the kernel fails cleanly with the
  * sandbox reason.  Before the filter the same contexts reach the kernel
@@ -137,12 +137,53 @@ Bytes encrypt(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Byte
     return out;
 }
 
+/* One GCM message (AAD, two data updates, tag) through c; empty on failure. */
+Bytes gcm_encrypt(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Bytes &in,
+                  const OSSL_PARAM *params = nullptr)
+{
+    CtxPtr x(EVP_CIPHER_CTX_new());
+    Bytes out(in.size() + 16), aad(20, 0xa5);
+    int l = 0, l2 = 0;
+    size_t half = in.size() / 2;
+
+    if (!x || !EVP_EncryptInit_ex2(x.get(), c, key.data(), iv.data(), params)
+        || !EVP_EncryptUpdate(x.get(), nullptr, &l, aad.data(), (int)aad.size())
+        || !EVP_EncryptUpdate(x.get(), out.data(), &l, in.data(), (int)half)
+        || !EVP_EncryptUpdate(x.get(), out.data() + l, &l2, in.data() + half, (int)(in.size() - half))
+        || !EVP_EncryptFinal_ex(x.get(), out.data(), &l)
+        || EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_AEAD_GET_TAG, 16, out.data() + in.size()) <= 0)
+        return Bytes();
+    return out;
+}
+
+/* An HMAC over in, with a copy mid-message (as OpenSSH's HMAC copies its
+ * states); empty on failure. */
+Bytes hmac(EVP_MAC *m, const char *digest, const Bytes &key, const Bytes &in)
+{
+    MacCtxPtr x(EVP_MAC_CTX_new(m)), y;
+    OSSL_PARAM p[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
+                      OSSL_PARAM_construct_end()};
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t l = 0;
+
+    if (!x || !EVP_MAC_init(x.get(), key.data(), key.size(), p) || !EVP_MAC_update(x.get(), in.data(), 100))
+        return Bytes();
+    y.reset(EVP_MAC_CTX_dup(x.get()));
+    if (!y || !EVP_MAC_update(y.get(), in.data() + 100, in.size() - 100)
+        || !EVP_MAC_final(y.get(), out, &l, sizeof(out)))
+        return Bytes();
+    return Bytes(out, out + l);
+}
+
 TEST_F(Sandbox, EveryAlgorithmFallsBackToSoftware)
 {
-    struct C { CipherPtr h, d; Bytes key, iv, in, want; };
+    struct C { CipherPtr h, d; Bytes key, iv, in, want; bool gcm; };
     struct D { MdPtr h, d; Bytes in, want; };
+    struct M { const char *digest; Bytes key, in, want; };
     std::vector<C> cs;
     std::vector<D> ds;
+    std::vector<M> ms;
+    const char *gcms[] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
 
     for (const auto &a : kCiphers) {
         C c;
@@ -155,8 +196,31 @@ TEST_F(Sandbox, EveryAlgorithmFallsBackToSoftware)
         c.iv = random_bytes(16);
         c.in = random_bytes(16 * 1024 + (a.mode == Mode::CTR ? 5 : 0));
         c.want = encrypt(c.d.get(), c.key, c.iv, c.in);
+        c.gcm = false;
         ASSERT_FALSE(c.want.empty()) << a.name << ": " << error_queue_text();
         cs.push_back(std::move(c));
+    }
+    for (const char *name : gcms) {
+        C c;
+        need_cipher(name, &c.h, &c.d);
+        if (!c.h)
+            return;
+        c.key = random_bytes((size_t)EVP_CIPHER_get_key_length(c.d.get()));
+        c.iv = random_bytes(12);
+        c.in = random_bytes(16 * 1024 + 3);
+        c.want = gcm_encrypt(c.d.get(), c.key, c.iv, c.in);
+        c.gcm = true;
+        ASSERT_FALSE(c.want.empty()) << name << ": " << error_queue_text();
+        cs.push_back(std::move(c));
+    }
+    MacPtr mh(EVP_MAC_fetch(lib_->get(), "HMAC", hwaf_query().c_str()));
+    MacPtr mdflt(EVP_MAC_fetch(lib_->get(), "HMAC", "provider=default"));
+    ASSERT_TRUE(mh && mdflt) << error_queue_text();
+    for (const auto &a : kDigests) {
+        M m{a.name, random_bytes(32), random_bytes(10000), Bytes()};
+        m.want = hmac(mdflt.get(), a.name, m.key, m.in);
+        ASSERT_FALSE(m.want.empty()) << a.name;
+        ms.push_back(std::move(m));
     }
     for (const auto &a : kDigests) {
         D d;
@@ -172,7 +236,9 @@ TEST_F(Sandbox, EveryAlgorithmFallsBackToSoftware)
     Bytes got;
     ASSERT_EQ(encrypt(cs[0].h.get(), cs[0].key, cs[0].iv, cs[0].in), cs[0].want);
     ASSERT_TRUE(digest_oneshot(ds[0].h.get(), ds[0].in, &got) && got == ds[0].want);
-    ASSERT_GE(kernel_bytes() - k0, cs[0].in.size() + ds[0].in.size())
+    ASSERT_EQ(gcm_encrypt(cs.back().h.get(), cs.back().key, cs.back().iv, cs.back().in), cs.back().want);
+    ASSERT_EQ(hmac(mh.get(), ms[0].digest, ms[0].key, ms[0].in), ms[0].want);
+    ASSERT_GE(kernel_bytes() - k0, cs[0].in.size() + ds[0].in.size() + cs.back().in.size() + ms[0].in.size())
         << "hwaf did not use the kernel before the filter: the test would prove nothing";
 
     in_sandboxed_child([&]() -> std::string {
@@ -181,7 +247,7 @@ TEST_F(Sandbox, EveryAlgorithmFallsBackToSoftware)
         size_t total = 0, contexts = 0;
 
         for (auto &c : cs) {
-            if (encrypt(c.h.get(), c.key, c.iv, c.in) != c.want)
+            if ((c.gcm ? gcm_encrypt(c.h.get(), c.key, c.iv, c.in) : encrypt(c.h.get(), c.key, c.iv, c.in)) != c.want)
                 return std::string(EVP_CIPHER_get0_name(c.h.get()))
                        + ": wrong bytes or failure under the filter: " + error_queue_text();
             total += c.in.size();
@@ -202,6 +268,13 @@ TEST_F(Sandbox, EveryAlgorithmFallsBackToSoftware)
                 return std::string(EVP_MD_get0_name(d.h.get()))
                        + ": wrong digest or failure under the filter: " + error_queue_text();
             total += d.in.size();
+            contexts++;
+        }
+        for (auto &m : ms) {
+            if (hmac(mh.get(), m.digest, m.key, m.in) != m.want)
+                return std::string("HMAC-") + m.digest + ": wrong MAC or failure under the filter: "
+                       + error_queue_text();
+            total += m.in.size();
             contexts++;
         }
         if (ERR_peek_error() != 0)
@@ -228,6 +301,12 @@ TEST_F(Sandbox, ForcedKernelFailsCleanly)
     need_md("SHA2-512", &mh, &md);
     if (!mh)
         return;
+    CipherPtr gh, gd;
+    need_cipher("AES-128-GCM", &gh, &gd);
+    if (!gh)
+        return;
+    MacPtr hm(EVP_MAC_fetch(lib_->get(), "HMAC", hwaf_query().c_str()));
+    ASSERT_TRUE(hm) << error_queue_text();
     Bytes key = random_bytes(16), iv = random_bytes(16), in = random_bytes(4096);
 
     in_sandboxed_child([&]() -> std::string {
@@ -246,6 +325,20 @@ TEST_F(Sandbox, ForcedKernelFailsCleanly)
         e = error_queue_text();
         if (e.find("seccomp filter") == std::string::npos)
             return "digest: no sandbox reason on the error queue: " + e;
+        if (gh && !gcm_encrypt(gh.get(), key, iv, in, p).empty())
+            return "a GCM context forced to the kernel worked under the filter";
+        e = error_queue_text();
+        if (gh && e.find("seccomp filter") == std::string::npos)
+            return "GCM: no sandbox reason on the error queue: " + e;
+        MacCtxPtr m(EVP_MAC_CTX_new(hm.get()));
+        OSSL_PARAM q[] = { OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &kernel),
+                           OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA2-256", 0),
+                           OSSL_PARAM_construct_end() };
+        if (EVP_MAC_init(m.get(), key.data(), key.size(), q))
+            return "an HMAC forced to the kernel initialised under the filter";
+        e = error_queue_text();
+        if (e.find("seccomp filter") == std::string::npos)
+            return "HMAC: no sandbox reason on the error queue: " + e;
         return "";
     });
 }
