@@ -92,18 +92,26 @@ static int parse_bool(const char *v, int *out)
     return 0;
 }
 
-/* " a b c ": words separated by spaces or commas, normalised. */
+/*
+ * " a b c ": words separated by spaces or commas, normalised.  A comma
+ * inside parentheses belongs to the word: a kernel driver can be named
+ * after a template instance, "gcm_base(ctr-aes-ce,ghash-ce)" (armhf).
+ */
 static char *normalise_list(const char *v)
 {
     size_t len = strlen(v), i, o = 0;
     char *out = OPENSSL_malloc(len + 3);
-    int sep = 1;
+    int sep = 1, depth = 0;
 
     if (out == NULL)
         return NULL;
     out[o++] = ' ';
     for (i = 0; i < len; i++) {
-        if (v[i] == ',' || isspace((unsigned char)v[i])) {
+        if (v[i] == '(')
+            depth++;
+        else if (v[i] == ')' && depth > 0)
+            depth--;
+        if (isspace((unsigned char)v[i]) || (v[i] == ',' && depth == 0)) {
             if (!sep)
                 out[o++] = ' ';
             sep = 1;

@@ -179,6 +179,13 @@ TEST_F(HostConfig, ConfigurationInEffectShowsEveryKey)
     ASSERT_TRUE(req.prov_param(HWAF_PARAM_CONFIG, &cfg));
     EXPECT_NE(cfg.find("; request_max = 8192 virtio_crypto_aes_cbc=98304 d=unlimited e=auto"),
               std::string::npos) << cfg;
+    /* A driver named after a template instance (gcm(aes) on armhf) keeps
+     * the comma between its parentheses; the commas between names part. */
+    LibCtx tmpl(make_config("hw_drivers = gcm_base(ctr-aes-ce,ghash-ce),x  y\n"));
+    ASSERT_TRUE(tmpl.config_ok() && tmpl.hwaf_loaded()) << tmpl.load_errors();
+    ASSERT_TRUE(tmpl.prov_param(HWAF_PARAM_CONFIG, &cfg));
+    EXPECT_NE(cfg.find("; hw_drivers = gcm_base(ctr-aes-ce,ghash-ce) x y;"), std::string::npos)
+        << cfg;
 }
 
 } // namespace
