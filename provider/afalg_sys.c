@@ -65,6 +65,45 @@ int afalg_accept(int fd)
     return op < 0 ? hwaf_sys_error(errno) : op;
 }
 
+/*
+ * The kernel describes one request's data with scatterlists it allocates
+ * from the socket's option memory, net.core.optmem_max bytes: 20480 by
+ * default on a 64-bit kernel, 10240 on a 32-bit one.  Past that read()
+ * fails with ENOMEM.  Measured on armhf 6.1 (optmem_max 10240): requests of
+ * 160 KiB work, the 348 KiB its send buffer allows fail.  So a request
+ * carries at most 16 bytes of data per byte of option memory; when the
+ * value cannot be read, the 32-bit default is assumed.
+ */
+#define AFALG_OPTMEM_DEFAULT 10240
+#define AFALG_DATA_PER_OPTMEM 16
+
+size_t afalg_optmem_budget(void)
+{
+    static size_t budget;   /* 0: not read yet */
+    size_t b = __atomic_load_n(&budget, __ATOMIC_ACQUIRE);
+    long v = AFALG_OPTMEM_DEFAULT;
+    char buf[32];
+    ssize_t n;
+    int fd;
+
+    if (b != 0)
+        return b;
+    fd = open("/proc/sys/net/core/optmem_max", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = '\0';
+            v = strtol(buf, NULL, 10);
+            if (v < 1024)
+                v = AFALG_OPTMEM_DEFAULT;
+        }
+    }
+    b = (size_t)v * AFALG_DATA_PER_OPTMEM;
+    __atomic_store_n(&budget, b, __ATOMIC_RELEASE);
+    return b;
+}
+
 size_t afalg_grow_buffers(int fd, size_t want)
 {
     static const int opt[2] = { SO_SNDBUF, SO_RCVBUF };

@@ -22,6 +22,11 @@ int afalg_accept(int fd);
  * only part of it (which restarts an XTS tweak).
  */
 size_t afalg_grow_buffers(int fd, size_t want);
+/*
+ * The most data one request can carry before the kernel runs out of the
+ * socket's option memory for its scatterlists (read() fails with ENOMEM).
+ */
+size_t afalg_optmem_budget(void);
 
 /*
  * One sendmsg() carrying the operation, the IV (when iv != NULL) and the

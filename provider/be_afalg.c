@@ -266,6 +266,10 @@ static int keyed_session(const hwaf_impl *impl, const char *type,
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, errno, "getsockopt(SO_SNDBUF)");
         return 0;
     }
+    /* A cipher splits its work, so it also stays within the option memory
+     * (32-bit kernels have little of it). */
+    if (authsize == 0 && sndbuf > afalg_optmem_budget())
+        sndbuf = afalg_optmem_budget();
     *max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                    : 3 * AFALG_PAGE;
     return 1;
@@ -454,6 +458,8 @@ static void zc_calibrate(const hwaf_impl *impl, size_t len)
         || (t.op = afalg_accept(t.tfm)) < 0)
         goto done;
     sndbuf = afalg_grow_buffers(t.op, AFALG_SNDBUF_WANT);
+    if (sndbuf > afalg_optmem_budget())
+        sndbuf = afalg_optmem_budget();
     t.max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                     : 3 * AFALG_PAGE;
     if (!zc_setup(&t))
