@@ -95,7 +95,8 @@ static int parse_bool(const char *v, int *out)
 /*
  * " a b c ": words separated by spaces or commas, normalised.  A comma
  * inside parentheses belongs to the word: a kernel driver can be named
- * after a template instance, "gcm_base(ctr-aes-ce,ghash-ce)" (armhf).
+ * after a template instance, "gcm_base(ctr-aes-ce,cryptd(ghash-ce-sync))"
+ * (gcm(aes) on armhf 6.1).
  */
 static char *normalise_list(const char *v)
 {
