@@ -75,16 +75,22 @@ scp_() { # CNF LABEL CIPHER SRC DST
         "$4" "$5" 2>"$tmp/scp.err"
 }
 
+# both_ways UP_LABEL DOWN_LABEL CIPHER DESC: scp $tmp/data to the server and
+# back with hwaf in the client, each copy compared with the original.
+both_ways() {
+    rm -f "$tmp/up" "$tmp/down"
+    scp_ hwaf "$1" "$3" "$tmp/data" "root@127.0.0.1:$tmp/up" ||
+        { bad "$4: upload failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
+    same "$4: $mib MiB client to server" "$tmp/up" "$tmp/data"
+    scp_ hwaf "$2" "$3" "root@127.0.0.1:$tmp/data" "$tmp/down" ||
+        { bad "$4: download failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
+    same "$4: $mib MiB server to client" "$tmp/down" "$tmp/data"
+}
+
 for c in aes128-ctr aes256-ctr; do
     section "scp -c $c, hwaf in the client"
     start_sshd default "sshd.$c" || continue
-    rm -f "$tmp/up" "$tmp/down"
-    scp_ hwaf "up.$c" "$c" "$tmp/data" "root@127.0.0.1:$tmp/up" ||
-        { bad "scp -c $c upload failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
-    same "scp -c $c: $mib MiB client to server" "$tmp/up" "$tmp/data"
-    scp_ hwaf "down.$c" "$c" "root@127.0.0.1:$tmp/data" "$tmp/down" ||
-        { bad "scp -c $c download failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
-    same "scp -c $c: $mib MiB server to client" "$tmp/down" "$tmp/data"
+    both_ways "up.$c" "down.$c" "$c" "scp -c $c"
     scp_ default "up.$c.ref" "$c" "$tmp/data" "root@127.0.0.1:$tmp/up" || bad "reference scp failed"
     stop_sshd "sshd.$c"
     carried "scp -c $c upload: client" "up.$c" "$size" ssh
@@ -102,13 +108,7 @@ for c in aes128-ctr aes256-ctr; do
     section "scp -c $c, hwaf in the client and in sshd"
     k0=$(kills)
     start_sshd hwaf "sshd.hwaf.$c" 1 || continue
-    rm -f "$tmp/up" "$tmp/down"
-    scp_ hwaf "both.$c" "$c" "$tmp/data" "root@127.0.0.1:$tmp/up" ||
-        { bad "scp -c $c upload to sshd with hwaf failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
-    same "scp -c $c, hwaf in sshd: $mib MiB client to server" "$tmp/up" "$tmp/data"
-    scp_ hwaf "both.down.$c" "$c" "root@127.0.0.1:$tmp/data" "$tmp/down" ||
-        { bad "scp -c $c download from sshd with hwaf failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
-    same "scp -c $c, hwaf in sshd: $mib MiB server to client" "$tmp/down" "$tmp/data"
+    both_ways "both.$c" "both.down.$c" "$c" "scp -c $c, hwaf in sshd"
     stop_sshd "sshd.hwaf.$c"
     k1=$(kills)
     if [ "$k1" = "$k0" ]; then
