@@ -13,7 +13,9 @@
 #     CONFIGURATION section: a key added to the code and not documented, or
 #     documented and gone from the code, fails;
 #   - every property (HWAF_PROP_*) and parameter or counter (HWAF_PARAM_*)
-#     of include/hwaf/hwaf.h is described in both documents.
+#     of include/hwaf/hwaf.h is described in both documents;
+#   - docs/apps.md's application table is well formed, covers 6.1 and
+#     6.12, and every figure in it meets the test printed beside it.
 # Exit 0 pass, 1 fail.
 set -u
 src=${1:?source directory}
@@ -98,6 +100,17 @@ while read -r n; do
     grep -qE "(\"$n\"|B<$n>)" "$pod" || bad "hwaf(7) does not describe \"$n\""
 done <"$tmp/names"
 ok "$(wc -l <"$tmp/names") property and parameter names of include/hwaf/hwaf.h looked up in both documents"
+
+# ---- docs/apps.md: the application table ------------------------------------
+# Written by the application tests (tools/apps-table; apps.table compares it
+# with a run): here only that it is well formed, has both kernel lines, and
+# that every figure meets the test printed beside it.
+if "$src/tools/apps-table" --check-doc --doc "$src/docs/apps.md" 6.1 6.12 >"$tmp/apps" 2>&1; then
+    ok "$(sed -n 's/^ok   - //p' "$tmp/apps")"
+else
+    bad "docs/apps.md's application table (tools/apps-table --check-doc)"
+    sed 's/^/      /' "$tmp/apps" | head -20
+fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

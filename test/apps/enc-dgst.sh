@@ -25,7 +25,7 @@ for c in "aes-256-cbc $K32" "aes-128-ctr $K16"; do
     same "$1: $mib MiB encrypted through hwaf = default" "$tmp/out.hwaf" "$tmp/out.default"
     carried "$1 enc" "$1.hwaf" "$size" openssl
     untouched "$1 enc" "$1.default"
-    row "openssl enc -$1 -e" "$ver" "openssl.cnf" "$1.hwaf" "$1.default" "$size"
+    row "openssl enc -$1 -e, $mib MiB" "$ver" "openssl.cnf" "$1.hwaf" "$1.default" "$size" ">= 1"
     rm -f "$tmp/out.default"
     if [ "$1" = aes-256-cbc ]; then # (CTR decrypts as it encrypts)
         enc "$1" "$2" "$IV" "$1.dec" hwaf "$tmp/back" -d out.hwaf || bad "$1: hwaf dec failed"
@@ -42,6 +42,6 @@ for d in sha256 sha512; do
     same "$d: digest of $mib MiB through hwaf = default" "$tmp/md.hwaf" "$tmp/md.default"
     carried "$d dgst" "$d.hwaf" "$size" openssl
     untouched "$d dgst" "$d.default"
-    row "openssl dgst -$d" "$ver" "openssl.cnf" "$d.hwaf" "$d.default" "$size"
+    row "openssl dgst -$d, $mib MiB" "$ver" "openssl.cnf" "$d.hwaf" "$d.default" "$size" ">= 1"
 done
 finish

@@ -27,19 +27,30 @@ trap 'exit 1' INT TERM
 on_exit() { cleanup_hooks="$cleanup_hooks
 $*"; }
 
+# The rows of one run: <results>/<line>.<script>.rows, beside a stamp that
+# names the kernel, the day, the script's source (a hash of it and of this
+# file, so that rows of an older script are not taken for this one's) and,
+# once finish() ran, the result.  tools/apps-table reads both.
 app_id=$(basename "$0" .sh)
 rows=${HWAF_APPS_RESULTS:+$HWAF_APPS_RESULTS/${HWAF_GUEST_KERNEL:-host}.$app_id.rows}
-[ -z "$rows" ] || { mkdir -p "$HWAF_APPS_RESULTS" && : >"$rows" &&
-    echo "${HWAF_GUEST_KERNEL_VERSION:-$(uname -r)}, $(date -u +%Y-%m-%d)" >"${rows%.rows}.stamp"; }
+stamp=${rows%.rows}.stamp
+[ -z "$rows" ] || { mkdir -p "$HWAF_APPS_RESULTS" && : >"$rows" && printf '%s\n' \
+    "kernel=${HWAF_GUEST_KERNEL_VERSION:-$(uname -r)}" "date=$(date -u +%Y-%m-%d)" \
+    "source=$(cat "$0" "$(dirname "$0")/lib.sh" | sha256sum | cut -c1-16)" >"$stamp"; }
 
 fails=0
 passes=0
 section_fails=0
-section() { section_fails=$fails; echo "# $*"; } # a new group of checks (one table row)
+t_start=$(date +%s)
+section() { # a new group of checks (one table row); the log shows when it began
+    section_fails=$fails
+    echo "# $* (at $(($(date +%s) - t_start)) s)"
+}
 ok() { passes=$((passes + 1)); echo "ok   - $*"; }
 bad() { fails=$((fails + 1)); echo "FAIL - $*"; }
 finish() {
     echo "# $passes passed, $fails failed"
+    [ -z "$rows" ] || echo "result=$passes passed, $fails failed" >>"$stamp"
     [ "$fails" -eq 0 ]
     exit $?
 }
@@ -149,20 +160,24 @@ same() { # DESCRIPTION FILE1 FILE2
     if cmp -s "$2" "$3"; then ok "$1"; else bad "$1 ($2 and $3 differ)"; fi
 }
 
-# row APP VERSION CONFIGURATION LABEL_HWAF LABEL_DEFAULT PAYLOAD [WORKS]:
-# (PAYLOAD: bytes the application moved, 0 when it cannot be known)
+# row APP VERSION CONFIGURATION LABEL_HWAF LABEL_DEFAULT PAYLOAD TEST [WORKS [MORE]]:
 # one line of the application table (docs/apps.md), written to
-# $HWAF_APPS_RESULTS/<kernel>.<script>.rows.  WORKS defaults to yes when no
-# check failed since the last `section`.
+# $HWAF_APPS_RESULTS/<kernel>.<script>.rows.  PAYLOAD: bytes the application
+# moved (0 when it cannot be known).  TEST: what the script required of
+# run LABEL_HWAF's bytes, "OP N" (OP >= or <), N per payload byte, or in MB
+# when PAYLOAD is 0; the cell shows it beside the figure, and tools/apps-table
+# --check holds every run and the committed table to it.  WORKS defaults to
+# yes when no check failed since the last `section`; MORE is appended to
+# the share cell.
 row() {
     [ -n "$rows" ] || return 0
-    _works=${7:-}
+    _works=${8:-}
     [ -n "$_works" ] || { [ "$fails" -eq "$section_fails" ] && _works=yes || _works=no; }
-    _share=$(awk -v b="$(hwaf_bytes "$4")" -v p="$6" 'BEGIN {
-        if (p > 0) printf "%.1f MB (%.2f per payload byte)", b / 1e6, b / p
-        else printf "%.1f MB", b / 1e6 }')
+    _share=$(awk -v b="$(hwaf_bytes "$4")" -v p="$6" -v t="$7" 'BEGIN {
+        if (p > 0) printf "%.1f MB, %.2f per payload byte (test: %s)", b / 1e6, b / p, t
+        else printf "%.1f MB (test: %s)", b / 1e6, t }')
     _tv=$(awk -v a="$(cat "$tmp/time.$4")" -v d="$(cat "$tmp/time.$5")" 'BEGIN { printf "%.2f", a / d }')
-    printf '| %s | %s | %s | %s | %s | %s x (%s s / %s s) |\n' "$1" "$2" "$3" "$_works" \
-        "$_share" "$_tv" "$(cat "$tmp/time.$4")" "$(cat "$tmp/time.$5")" \
+    printf '| %s | %s | %s | %s | %s%s | %s x (%s s / %s s) |\n' "$1" "$2" "$3" "$_works" \
+        "$_share" "${9:+; $9}" "$_tv" "$(cat "$tmp/time.$4")" "$(cat "$tmp/time.$5")" \
         >>"$rows"
 }
