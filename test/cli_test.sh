@@ -282,7 +282,7 @@ policy = $policy"
         grep -q "policy=$policy" "$tmp/info" && ok "policy = $policy shown" || bad "policy = $policy not shown"
     done
     # Every implementation dispatch serves got a line.
-    for name in AES-128-CBC AES-128-CTR AES-256-XTS SHA2-256; do
+    for name in AES-128-CBC AES-128-CTR AES-256-XTS SHA2-256 AES-128-GCM HMAC; do
         grep -q "^$name " "$tmp/cal.lines" && ok "calibrated: $name" || bad "no calibration line for $name"
     done
     # A malformed file refuses the load, naming the file and line.
