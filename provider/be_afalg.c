@@ -553,7 +553,7 @@ static int afalg_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *i
         ok = crypt_copy(s, enc, iv, in, out, len);
     }
     if (ok)
-        hwaf_stats_add(HWAF_BE_AFALG, len);
+        hwaf_stats_add(HWAF_BE_AFALG, s->impl->alg->kind, len);
     return ok;
 }
 
@@ -675,7 +675,7 @@ static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
             HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "send");
             return 0;
         }
-        hwaf_stats_add(HWAF_BE_AFALG, n);
+        hwaf_stats_add(HWAF_BE_AFALG, s->impl->alg->kind, n);
         in += n;
         len -= n;
     }
@@ -694,7 +694,7 @@ static int afalg_md_final(hwaf_be_md *s, unsigned char *md)
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "read");
         return 0;
     }
-    hwaf_stats_add(HWAF_BE_AFALG, 0);
+    hwaf_stats_add(HWAF_BE_AFALG, s->impl->alg->kind, 0);
     return 1;
 }
 
@@ -905,7 +905,7 @@ static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
     } else {
         ok = 1;
     }
-    hwaf_stats_add(HWAF_BE_AFALG, aadlen + len);
+    hwaf_stats_add(HWAF_BE_AFALG, impl->alg->kind, aadlen + len);
  done:
     if (scratch != small)
         OPENSSL_free(scratch);

@@ -135,14 +135,14 @@ typedef struct dc_pool_st {
  * One CIOCCRYPT of hwaf's work (not the probe's), counted on success: an
  * operation in hwaf-devcrypto-ops is one kernel request.
  */
-static int dc_op(int fd, uint32_t ses, int op, int flags,
+static int dc_op(hwaf_kind kind, int fd, uint32_t ses, int op, int flags,
                  const unsigned char *iv, const unsigned char *src,
                  unsigned char *dst, size_t len, unsigned char *mac)
 {
     int r = dc_crypt(fd, ses, op, flags, iv, src, dst, len, mac);
 
     if (r == 0)
-        hwaf_stats_add(HWAF_BE_DEVCRYPTO, len);
+        hwaf_stats_add(HWAF_BE_DEVCRYPTO, kind, len);
     return r;
 }
 
@@ -553,7 +553,7 @@ static int dc_cipher_op(hwaf_be_cipher *s, uint32_t ses, int op,
     if (dc_aligned(out, s->align)) {
         if (in != out)
             memmove(out, in, len);
-        return dc_op(s->fd, ses, op, 0, iv, out, out, len, NULL);
+        return dc_op(s->impl->alg->kind, s->fd, ses, op, 0, iv, out, out, len, NULL);
     }
     if (len <= DC_BOUNCE) {
         if (s->bounce == NULL
@@ -564,7 +564,7 @@ static int dc_cipher_op(hwaf_be_cipher *s, uint32_t ses, int op,
         return -ENOMEM;
     }
     memcpy(tmp, in, len);
-    r = dc_op(s->fd, ses, op, 0, iv, tmp, tmp, len, NULL);
+    r = dc_op(s->impl->alg->kind, s->fd, ses, op, 0, iv, tmp, tmp, len, NULL);
     if (r == 0)
         memcpy(out, tmp, len);
     if (tmp != s->bounce) {
@@ -707,7 +707,7 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
             dc_xts_double(t);
         }
         dc_xor(buf, in + done, tw, n);
-        r = dc_op(s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
+        r = dc_op(s->impl->alg->kind, s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
                      NULL, buf, buf, n, NULL);
         if (r < 0 && dc_too_large(r, n)) {
             memcpy(t, t_next, DC_BLOCK);  /* this piece again, smaller */
@@ -1116,7 +1116,7 @@ static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
          */
         memcpy(s->bounce, in, n);
         src = s->bounce;
-        r = dc_op(s->fd, s->ses, COP_ENCRYPT,
+        r = dc_op(s->impl->alg->kind, s->fd, s->ses, COP_ENCRYPT,
                      COP_FLAG_UPDATE | (s->fresh ? COP_FLAG_RESET : 0), NULL,
                      src, (unsigned char *)src, n, NULL);
         if (r < 0) {
@@ -1145,7 +1145,7 @@ static int dc_md_final(hwaf_be_md *s, unsigned char *md)
         return 0;
     /* What was held back goes with the final: update + final, one ioctl
      * (dst = src, as dc_md_feed explains). */
-    r = dc_op(s->fd, s->ses, COP_ENCRYPT,
+    r = dc_op(s->impl->alg->kind, s->fd, s->ses, COP_ENCRYPT,
                  COP_FLAG_FINAL | (s->fresh ? COP_FLAG_RESET : 0), NULL,
                  s->npending > 0 ? s->pending : NULL,
                  s->npending > 0 ? s->pending : NULL, s->npending, buf);
@@ -1422,7 +1422,7 @@ static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                            "ioctl(CIOCAUTHCRYPT)");
         return 0;
     }
-    hwaf_stats_add(HWAF_BE_DEVCRYPTO, aadlen + len);
+    hwaf_stats_add(HWAF_BE_DEVCRYPTO, HWAF_KIND_AEAD, aadlen + len);
     if (len > 0)
         memcpy(out, s->buf, len);
     if (enc)

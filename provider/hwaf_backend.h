@@ -213,10 +213,14 @@ extern const hwaf_backend hwaf_backend_devcrypto;
  */
 int hwaf_guess_hw(const char *driver, int async);
 
-/* Counters (hwaf_stats.c): one slot per backend. */
+/* Counters (hwaf_stats.c): one slot per backend, and the same work by
+ * kind of algorithm (hwaf_kind: cipher, digest, AEAD, MAC), whatever the
+ * backend.  A GCM message's counter-mode continuation is cipher work. */
 enum { HWAF_BE_AFALG = 0, HWAF_BE_DEVCRYPTO = 1, HWAF_BE_COUNT };
-void hwaf_stats_add(int be_index, size_t bytes);
+#define HWAF_KIND_COUNT (HWAF_KIND_MAC + 1)
+void hwaf_stats_add(int be_index, hwaf_kind kind, size_t bytes);
 void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
+void hwaf_stats_get_kind(hwaf_kind kind, uint64_t *ops, uint64_t *bytes);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */
 void hwaf_stats_add_spliced(size_t bytes);
 /* Work computed in software by size-aware dispatch (hwaf_soft.c). */

@@ -427,6 +427,14 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_DEVCRYPTO_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_AFALG_SPLICED_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_CIPHER_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_CIPHER_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_DIGEST_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_DIGEST_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_AEAD_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_AEAD_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_MAC_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_MAC_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_OPS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_DESCRIPTORS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
@@ -459,11 +467,20 @@ static int set_u64(OSSL_PARAM params[], const char *key, uint64_t v)
     return p == NULL || OSSL_PARAM_set_uint64(p, v);
 }
 
+/* The per-kind counters, [hwaf_kind] = { ops, bytes }. */
+static const char *const kind_params[HWAF_KIND_COUNT][2] = {
+    [HWAF_KIND_CIPHER] = { HWAF_PARAM_CIPHER_OPS, HWAF_PARAM_CIPHER_BYTES },
+    [HWAF_KIND_DIGEST] = { HWAF_PARAM_DIGEST_OPS, HWAF_PARAM_DIGEST_BYTES },
+    [HWAF_KIND_AEAD] = { HWAF_PARAM_AEAD_OPS, HWAF_PARAM_AEAD_BYTES },
+    [HWAF_KIND_MAC] = { HWAF_PARAM_MAC_OPS, HWAF_PARAM_MAC_BYTES },
+};
+
 static int prov_get_params(void *provctx, OSSL_PARAM params[])
 {
     hwaf_prov *prov = provctx;
     OSSL_PARAM *p;
     uint64_t ops, bytes;
+    int k;
 
     if (!set_str(params, OSSL_PROV_PARAM_NAME, "hwaf: Linux kernel crypto API offload")
         || !set_str(params, OSSL_PROV_PARAM_VERSION, HWAF_VERSION_STR)
@@ -492,8 +509,15 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_u64(params, HWAF_PARAM_AFALG_SPLICED_BYTES, hwaf_stats_spliced()))
         return 0;
     hwaf_stats_get(HWAF_BE_DEVCRYPTO, &ops, &bytes);
-    return set_u64(params, HWAF_PARAM_DEVCRYPTO_OPS, ops)
-           && set_u64(params, HWAF_PARAM_DEVCRYPTO_BYTES, bytes);
+    if (!set_u64(params, HWAF_PARAM_DEVCRYPTO_OPS, ops)
+        || !set_u64(params, HWAF_PARAM_DEVCRYPTO_BYTES, bytes))
+        return 0;
+    for (k = 0; k < HWAF_KIND_COUNT; k++) {
+        hwaf_stats_get_kind((hwaf_kind)k, &ops, &bytes);
+        if (!set_u64(params, kind_params[k][0], ops) || !set_u64(params, kind_params[k][1], bytes))
+            return 0;
+    }
+    return 1;
 }
 
 static const OSSL_ALGORITHM *prov_query(void *provctx, int operation_id,

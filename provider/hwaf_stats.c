@@ -29,6 +29,7 @@
 
 static uint64_t stat_ops[HWAF_BE_COUNT];
 static uint64_t stat_bytes[HWAF_BE_COUNT];
+static uint64_t stat_kind_ops[HWAF_KIND_COUNT], stat_kind_bytes[HWAF_KIND_COUNT];
 static uint64_t stat_spliced;
 
 #define RECORD_BYTES_STEP (1u << 20)
@@ -41,6 +42,7 @@ static pthread_once_t record_once = PTHREAD_ONCE_INIT;
 static int record_fd = -1;
 static pid_t record_pid;
 static uint64_t record_base_ops[HWAF_BE_COUNT], record_base_bytes[HWAF_BE_COUNT];
+static uint64_t record_base_kind_ops[HWAF_KIND_COUNT], record_base_kind_bytes[HWAF_KIND_COUNT];
 static uint64_t record_base_spliced;
 static uint64_t record_next_ops, record_next_bytes; /* totals that trigger a write */
 
@@ -80,8 +82,9 @@ static void record_open(void)
 static void record_write_locked(void)
 {
     uint64_t ops[HWAF_BE_COUNT], bytes[HWAF_BE_COUNT], tops, tbytes, sops, sbytes;
-    char line[512];
-    int be, n;
+    uint64_t kops[HWAF_KIND_COUNT], kbytes[HWAF_KIND_COUNT];
+    char line[768];
+    int be, n, k;
 
     if (hwaf_sandbox_barred())
         return;
@@ -97,12 +100,19 @@ static void record_write_locked(void)
         ops[be] -= record_base_ops[be];
         bytes[be] -= record_base_bytes[be];
     }
+    for (k = 0; k < HWAF_KIND_COUNT; k++) {
+        hwaf_stats_get_kind((hwaf_kind)k, &kops[k], &kbytes[k]);
+        kops[k] -= record_base_kind_ops[k];
+        kbytes[k] -= record_base_kind_bytes[k];
+    }
     hwaf_stats_get_soft(&sops, &sbytes);
     n = snprintf(line, sizeof(line),
                  "pid=%d prog=%s afalg_ops=%llu afalg_bytes=%llu "
                  "devcrypto_ops=%llu devcrypto_bytes=%llu afalg_spliced_bytes=%llu "
                  "software_ops=%llu software_bytes=%llu "
-                 "sandbox_refusals=%llu fallbacks_descriptors=%llu fallbacks_sandbox=%llu\n",
+                 "sandbox_refusals=%llu fallbacks_descriptors=%llu fallbacks_sandbox=%llu "
+                 "cipher_ops=%llu cipher_bytes=%llu digest_ops=%llu digest_bytes=%llu "
+                 "aead_ops=%llu aead_bytes=%llu mac_ops=%llu mac_bytes=%llu\n",
                  (int)record_pid, program_invocation_short_name,
                  (unsigned long long)ops[HWAF_BE_AFALG], (unsigned long long)bytes[HWAF_BE_AFALG],
                  (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
@@ -114,7 +124,11 @@ static void record_write_locked(void)
                  (unsigned long long)(hwaf_stats_fallbacks(HWAF_FALLBACK_DESCRIPTORS)
                                       - record_base_fallbacks[HWAF_FALLBACK_DESCRIPTORS]),
                  (unsigned long long)(hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX)
-                                      - record_base_fallbacks[HWAF_FALLBACK_SANDBOX]));
+                                      - record_base_fallbacks[HWAF_FALLBACK_SANDBOX]),
+                 (unsigned long long)kops[HWAF_KIND_CIPHER], (unsigned long long)kbytes[HWAF_KIND_CIPHER],
+                 (unsigned long long)kops[HWAF_KIND_DIGEST], (unsigned long long)kbytes[HWAF_KIND_DIGEST],
+                 (unsigned long long)kops[HWAF_KIND_AEAD], (unsigned long long)kbytes[HWAF_KIND_AEAD],
+                 (unsigned long long)kops[HWAF_KIND_MAC], (unsigned long long)kbytes[HWAF_KIND_MAC]);
     if (n > 0 && n < (int)sizeof(line) && pwrite(record_fd, line, (size_t)n, 0) == n)
         (void)ftruncate(record_fd, n);
 }
@@ -153,6 +167,8 @@ void hwaf_stats_forked(void)
     pthread_mutex_init(&record_lock, NULL);
     for (be = 0; be < HWAF_BE_COUNT; be++)
         hwaf_stats_get(be, &record_base_ops[be], &record_base_bytes[be]);
+    for (be = 0; be < HWAF_KIND_COUNT; be++)
+        hwaf_stats_get_kind((hwaf_kind)be, &record_base_kind_ops[be], &record_base_kind_bytes[be]);
     hwaf_stats_get_soft(&record_base_soft_ops, &record_base_soft_bytes);
     record_base_spliced = hwaf_stats_spliced();
     for (be = 0; be < HWAF_FALLBACK_COUNT; be++)
@@ -173,10 +189,12 @@ static void record_maybe(void)
     pthread_mutex_unlock(&record_lock);
 }
 
-void hwaf_stats_add(int be, size_t bytes)
+void hwaf_stats_add(int be, hwaf_kind kind, size_t bytes)
 {
     __atomic_add_fetch(&stat_ops[be], 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&stat_bytes[be], (uint64_t)bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_kind_ops[kind], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_kind_bytes[kind], (uint64_t)bytes, __ATOMIC_RELAXED);
     if (record_on)
         record_maybe();
 }
@@ -185,6 +203,12 @@ void hwaf_stats_get(int be, uint64_t *ops, uint64_t *bytes)
 {
     *ops = __atomic_load_n(&stat_ops[be], __ATOMIC_RELAXED);
     *bytes = __atomic_load_n(&stat_bytes[be], __ATOMIC_RELAXED);
+}
+
+void hwaf_stats_get_kind(hwaf_kind kind, uint64_t *ops, uint64_t *bytes)
+{
+    *ops = __atomic_load_n(&stat_kind_ops[kind], __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&stat_kind_bytes[kind], __ATOMIC_RELAXED);
 }
 
 void hwaf_stats_add_spliced(size_t bytes)

@@ -622,6 +622,9 @@ TEST_P(DispatchHmac, ContextParameterForces)
     for (int force : {0, 1}) {
         MacCtxPtr ch = ctx(h.get(), key), cd = ctx(d.get(), key);
         Counts before = counts(*lib_);
+        uint64_t mac0 = 0, mac1 = 0, cipher0 = 0, cipher1 = 0;
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_MAC_BYTES, &mac0));
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_CIPHER_BYTES, &cipher0));
         OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
         ASSERT_TRUE(EVP_MAC_CTX_set_params(ch.get(), p)) << error_queue_text();
         int got = -7;
@@ -636,6 +639,11 @@ TEST_P(DispatchHmac, ContextParameterForces)
         Counts after = counts(*lib_);
         EXPECT_EQ(after.sw_bytes - before.sw_bytes, force ? 0u : n) << "force " << force;
         EXPECT_EQ(after.k_bytes - before.k_bytes, force ? n : 0u) << "force " << force;
+        /* The kernel's HMAC work is counted as such, not as cipher work. */
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_MAC_BYTES, &mac1));
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_CIPHER_BYTES, &cipher1));
+        EXPECT_EQ(mac1 - mac0, force ? n : 0u) << HWAF_PARAM_MAC_BYTES << ", force " << force;
+        EXPECT_EQ(cipher1, cipher0) << HWAF_PARAM_CIPHER_BYTES;
     }
 }
 

@@ -60,6 +60,17 @@
 #define HWAF_PARAM_AFALG_BYTES "hwaf-afalg-bytes"           /* uint64 */
 #define HWAF_PARAM_DEVCRYPTO_OPS "hwaf-devcrypto-ops"       /* uint64 */
 #define HWAF_PARAM_DEVCRYPTO_BYTES "hwaf-devcrypto-bytes"   /* uint64 */
+/* The same kernel work (both backends) by kind of algorithm: plain
+ * ciphers (with GCM's counter-mode continuation), digests, AEAD (GCM)
+ * requests, HMAC. */
+#define HWAF_PARAM_CIPHER_OPS "hwaf-cipher-ops"             /* uint64 */
+#define HWAF_PARAM_CIPHER_BYTES "hwaf-cipher-bytes"         /* uint64 */
+#define HWAF_PARAM_DIGEST_OPS "hwaf-digest-ops"             /* uint64 */
+#define HWAF_PARAM_DIGEST_BYTES "hwaf-digest-bytes"         /* uint64 */
+#define HWAF_PARAM_AEAD_OPS "hwaf-aead-ops"                 /* uint64 */
+#define HWAF_PARAM_AEAD_BYTES "hwaf-aead-bytes"             /* uint64 */
+#define HWAF_PARAM_MAC_OPS "hwaf-mac-ops"                   /* uint64 */
+#define HWAF_PARAM_MAC_BYTES "hwaf-mac-bytes"               /* uint64 */
 /* Of hwaf-afalg-bytes, those that reached the kernel without a copy
  * (vmsplice + splice, see docs/design.md). */
 #define HWAF_PARAM_AFALG_SPLICED_BYTES "hwaf-afalg-spliced-bytes" /* uint64 */

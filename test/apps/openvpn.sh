@@ -3,7 +3,8 @@
 #   --test-crypto (AES-128-CBC and AES-256-CBC with --auth SHA256, and
 #   AES-256-GCM, OpenVPN 2.6's default data cipher) through an openssl.cnf
 #   alone and through `--providers hwaf default`; OpenVPN checks every
-#   decrypted packet itself and fails on a mismatch.
+#   decrypted packet itself and fails on a mismatch.  With CBC, the kernel's
+#   share of --auth SHA256 is checked apart (mac_bytes of HWAF_STATS).
 #   A real tunnel (static key, UDP over a veth pair) between two network
 #   namespaces, hwaf in both OpenVPN processes, moving a file over HTTP.
 # Needs root (network namespaces); runs in a private mount namespace with a
@@ -43,6 +44,14 @@ for c in AES-128-CBC AES-256-CBC AES-256-GCM; do
     section "--test-crypto $c, openssl.cnf"
     tc hwaf "tc.$c" "$c"
     carried "--test-crypto $c (openssl.cnf)" "tc.$c" "$((2 * payload))" openvpn
+    case $c in *-CBC) # --auth SHA256: the HMAC share, apart from the cipher's
+        _m=$(hwaf_sum "tc.$c" openvpn mac_bytes)
+        if [ "$_m" -ge "$payload" ]; then
+            ok "--test-crypto $c: HMAC-SHA256 of $_m bytes in the kernel (>= $payload)"
+        else
+            bad "--test-crypto $c: HMAC-SHA256 of $_m bytes in the kernel, expected >= $payload"
+        fi ;;
+    esac
     tc default "tc.$c.ref" "$c"
     untouched "--test-crypto $c" "tc.$c.ref"
     row "openvpn --test-crypto --cipher $c --auth SHA256 --tun-mtu $mtu" "$ver" "openssl.cnf" \
