@@ -1,11 +1,9 @@
 /*
  * /dev/crypto: descriptor economy and the pages handed to the module.
  *
- *   DevcryptoFd*     10,000 live cipher contexts and 10,000 live digest
- *                    contexts under a descriptor limit of 1024: every one
- *                    works and computes the default provider's bytes, and
- *                    the process holds one descriptor of /dev/crypto, not
- *                    one per context.
+ *   DevcryptoFd*     one open file of /dev/crypto per process, across
+ *                    fork() too (10,000 live contexts under a descriptor
+ *                    limit of 1024: FdEconomy*, fd_economy_test.cc).
  *   DevcryptoCounters*  hwaf-devcrypto-ops counts kernel requests: one
  *                    CIOCCRYPT is one operation, a held-back update that
  *                    travels with the final included.
@@ -54,87 +52,6 @@ protected:
 };
 
 class DevcryptoFd : public DevcryptoTest {};
-
-TEST_F(DevcryptoFd, TenThousandLiveContextsUnderUlimit1024)
-{
-    const size_t N = 10000;
-    CipherPtr hc, dc;
-    MdPtr hm, dm;
-    need_cipher("AES-128-CBC", &hc, &dc);
-    need_md("SHA2-256", &hm, &dm);
-    if (!hc || !hm)
-        return;
-    FdLimit limit(1024);
-    ASSERT_TRUE(limit.ok) << "setrlimit(RLIMIT_NOFILE, 1024): " << strerror(errno);
-    const int fds0 = count_fds();
-    ASSERT_GT(fds0, 0);
-    ASSERT_LT(fds0, 900) << "too many descriptors open before the test";
-
-    std::vector<CtxPtr> ciphers(N);
-    std::vector<MdCtxPtr> digests(N);
-    size_t cfail = 0, mfail = 0, cwrong = 0, mwrong = 0;
-    unsigned char key[16], iv[16], in[48], out[48 + 16];
-    for (size_t i = 0; i < N; i++) {
-        for (size_t j = 0; j < 16; j++) {
-            key[j] = (unsigned char)(i * 7 + j * 13);
-            iv[j] = (unsigned char)(i * 3 + j);
-        }
-        ciphers[i].reset(EVP_CIPHER_CTX_new());
-        if (!ciphers[i] || !EVP_EncryptInit_ex2(ciphers[i].get(), hc.get(), key, iv, nullptr)) {
-            cfail++;
-            ERR_clear_error();
-        }
-        digests[i].reset(EVP_MD_CTX_new());
-        if (!digests[i] || !EVP_DigestInit_ex2(digests[i].get(), hm.get(), nullptr)
-            || !EVP_DigestUpdate(digests[i].get(), &i, sizeof(i))) {
-            mfail++;
-            ERR_clear_error();
-        }
-    }
-    /* All 20,000 are alive now. */
-    const int fds1 = count_fds();
-    EXPECT_LE(fds1, fds0 + 2) << "descriptors grew from " << fds0 << " to " << fds1
-                              << " with " << N << " cipher and digest contexts";
-    EXPECT_EQ(ctx_param_str(ciphers[0].get(), HWAF_PARAM_BACKEND), "devcrypto");
-
-    for (size_t i = 0; i < N; i++) {
-        for (size_t j = 0; j < 16; j++) {
-            key[j] = (unsigned char)(i * 7 + j * 13);
-            iv[j] = (unsigned char)(i * 3 + j);
-        }
-        for (size_t j = 0; j < sizeof(in); j++)
-            in[j] = (unsigned char)(i + j * 29);
-        int l = 0;
-        if (!EVP_EncryptUpdate(ciphers[i].get(), out, &l, in, (int)sizeof(in)) || l != (int)sizeof(in)) {
-            cfail++;
-            ERR_clear_error();
-        } else {
-            Bytes ref;
-            if (!cipher_oneshot(dc.get(), 1, Bytes(key, key + 16), Bytes(iv, iv + 16),
-                                Bytes(in, in + sizeof(in)), &ref, 0)
-                || ref.size() != sizeof(in) || memcmp(ref.data(), out, sizeof(in)) != 0)
-                cwrong++;
-        }
-        unsigned char md[32];
-        unsigned int mdl = 0;
-        if (!EVP_DigestUpdate(digests[i].get(), in, sizeof(in))
-            || !EVP_DigestFinal_ex(digests[i].get(), md, &mdl) || mdl != 32) {
-            mfail++;
-            ERR_clear_error();
-        } else {
-            Bytes msg((unsigned char *)&i, (unsigned char *)&i + sizeof(i)), ref;
-            msg.insert(msg.end(), in, in + sizeof(in));
-            if (!digest_oneshot(dm.get(), msg, &ref) || ref.size() != 32 || memcmp(ref.data(), md, 32) != 0)
-                mwrong++;
-        }
-    }
-    EXPECT_EQ(cfail, 0u) << "cipher contexts that failed";
-    EXPECT_EQ(mfail, 0u) << "digest contexts that failed";
-    EXPECT_EQ(cwrong, 0u) << "cipher contexts with wrong bytes";
-    EXPECT_EQ(mwrong, 0u) << "digest contexts with wrong bytes";
-    ciphers.clear();
-    digests.clear();
-}
 
 /* Descriptors of /dev/crypto this process holds. */
 int devcrypto_fds()
