@@ -1102,6 +1102,12 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "num");
             return 0;
         }
+        /* The reference is the default provider this libcrypto has. */
+        if (num != 0 && ALG(ctx)->mode == HWAF_MODE_CTR && !hwaf_soft_ctr_num_settable()) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
+                       "num %u: this OpenSSL's default provider takes only 0 for CTR", num);
+            return 0;
+        }
         /* A new position inside the current keystream block: ours. */
         if (!sw_stop(ctx))
             return 0;

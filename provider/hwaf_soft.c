@@ -15,6 +15,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
 #include "hwaf_soft.h"
@@ -82,6 +83,45 @@ void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void)
         if (fns->function_id == function_id)
             return fns->function;
     return NULL;
+}
+
+/* ---- what the reference accepts ---- */
+
+static int ctr_num_ok;
+static pthread_once_t ctr_num_once = PTHREAD_ONCE_INIT;
+
+/* Does the default provider take num = 1 on a fresh AES-128-CTR context? */
+static void ctr_num_probe(void)
+{
+    const OSSL_DISPATCH *fns;
+    void *provctx, *c;
+    OSSL_FUNC_cipher_newctx_fn *cnew;
+    OSSL_FUNC_cipher_set_ctx_params_fn *cset;
+    OSSL_FUNC_cipher_freectx_fn *cfree;
+    unsigned int num = 1;
+    OSSL_PARAM p[2];
+
+    if (!hwaf_soft_fetch(OSSL_OP_CIPHER, "AES-128-CTR", &fns, &provctx))
+        return;
+    cnew = (OSSL_FUNC_cipher_newctx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_NEWCTX);
+    cset = (OSSL_FUNC_cipher_set_ctx_params_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_SET_CTX_PARAMS);
+    cfree = (OSSL_FUNC_cipher_freectx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_FREECTX);
+    if (cnew == NULL || cset == NULL || cfree == NULL || (c = cnew(provctx)) == NULL)
+        return;
+    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_NUM, &num);
+    p[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ctr_num_ok = cset(c, p);
+    ERR_pop_to_mark();
+    cfree(c);
+    HWAF_DEBUG("software path: the default provider %s a CTR position (num) other than 0",
+               ctr_num_ok ? "takes" : "refuses");
+}
+
+int hwaf_soft_ctr_num_settable(void)
+{
+    pthread_once(&ctr_num_once, ctr_num_probe);
+    return ctr_num_ok;
 }
 
 /* ---- a kernel object that cannot be had: software takes over ---- */

@@ -80,6 +80,14 @@ int hwaf_soft_fetch(int operation_id, const char *name,
 void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void);
 
 /*
+ * 1 when the default provider of the libcrypto hwaf runs with accepts a
+ * nonzero "num" (EVP_CIPHER_CTX_set_num) on AES-CTR, 0 when it refuses it
+ * (OpenSSL 3.0.22 and 3.5.9 take only 0: they bound num by the block size
+ * they report, 1 for CTR; 3.0.19 took 0-15).  Asked once per process.
+ */
+int hwaf_soft_ctr_num_settable(void);
+
+/*
  * Per-context choice, settable with HWAF_PARAM_OFFLOAD: the implementation's
  * threshold (auto), always software, always kernel.
  */
