@@ -115,7 +115,11 @@ size_t afalg_grow_buffers(int fd, size_t want)
         socklen_t len = sizeof(val);
 
         (void)setsockopt(fd, SOL_SOCKET, opt[i], &val, sizeof(val));
-        if (getsockopt(fd, SOL_SOCKET, opt[i], &val, &len) != 0 || val < 0)
+        if (getsockopt(fd, SOL_SOCKET, opt[i], &val, &len) != 0) {
+            hwaf_sys_error(errno);  /* counted when passing; errno kept */
+            return 0;
+        }
+        if (val < 0)
             return 0;
         if ((size_t)val < got)
             got = (size_t)val;
@@ -208,13 +212,13 @@ ssize_t afalg_send_aead(int op, int enc, const unsigned char *iv, size_t ivlen,
     c->cmsg_len = CMSG_LEN(sizeof(__u32));
     *(__u32 *)CMSG_DATA(c) = (__u32)assoclen;
     n = sendmsg(op, &msg, 0);
-    return n < 0 ? -errno : n;
+    return n < 0 ? hwaf_sys_error(errno) : n;
 }
 
 int afalg_set_authsize(int tfm, size_t authsize)
 {
     if (setsockopt(tfm, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, (socklen_t)authsize) != 0)
-        return -errno;
+        return hwaf_sys_error(errno);
     return 0;
 }
 
