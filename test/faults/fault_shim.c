@@ -12,7 +12,7 @@
 #include <sys/uio.h>
 #include "fault_shim.h"
 
-#define MAX_NAMES 64
+#define MAX_NAMES 4096
 
 static __thread int armed;
 static __thread unsigned nth_, calls_;

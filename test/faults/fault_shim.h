@@ -26,7 +26,7 @@ void fault_arm(unsigned nth, enum fault_kind kind, int err);
 void fault_disarm(void);
 /* hwaf calls counted since fault_arm(). */
 unsigned fault_calls(void);
-/* Name of the ith (1-based, up to 64) call counted since fault_arm(). */
+/* Name of the ith (1-based, up to 4096) call counted since fault_arm(). */
 const char *fault_call_name(unsigned i);
 /* The injected call's name when the fault was applied, else NULL (the nth
  * call never came, or a short fault landed on a call that cannot be short). */
