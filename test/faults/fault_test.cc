@@ -241,6 +241,8 @@ std::vector<std::string> configs()
     return {"zerocopy = no", "zerocopy = yes\nzerocopy_min = 4096"};
 }
 
+std::string backend_label() { return env().backend == "devcrypto" ? "devcrypto" : "afalg"; }
+
 struct AlignedFree { void operator()(unsigned char *p) const { free(p); } };
 
 void on_alarm_install()
@@ -293,7 +295,7 @@ void Faults::run_aead_mac(const std::string &name, const unsigned char *big, siz
         EVP_MAC_CTX *dc = EVP_MAC_CTX_new(dm);
         ASSERT_TRUE(run(dc, &cy.want));
         EVP_MAC_CTX_free(dc);
-        run_matrix(name + " afalg", cy);
+        run_matrix(name + " " + backend_label(), cy);
         EVP_MAC_free(hm);
         EVP_MAC_free(dm);
         return;
@@ -303,6 +305,10 @@ void Faults::run_aead_mac(const std::string &name, const unsigned char *big, siz
     ASSERT_TRUE(h && d) << name << ": " << error_queue_text();
     const Bytes k(key.begin(), key.begin() + EVP_CIPHER_get_key_length(d.get())), iv = random_bytes(12);
     Bytes ct, tag(16);
+    /* A /dev/crypto GCM message is one request, which the CUSE device
+     * bounds (4080 bytes of AAD and data in this run): 2 KiB there. */
+    if (env().backend == "devcrypto" && bigl > 2048)
+        bigl = 2048;
     /* The ciphertext and tag that decryption takes, from the default provider. */
     Bytes plain = small;
     plain.insert(plain.end(), big, big + bigl);
@@ -349,7 +355,7 @@ void Faults::run_aead_mac(const std::string &name, const unsigned char *big, siz
             ct.assign(cy.want.begin(), cy.want.end() - 16);
             tag.assign(cy.want.end() - 16, cy.want.end());
         }
-        run_matrix(name + " afalg " + (enc ? "encrypt" : "decrypt"), cy);
+        run_matrix(name + " " + backend_label() + " " + (enc ? "encrypt" : "decrypt"), cy);
     }
 }
 
