@@ -108,7 +108,7 @@ int hwaf_sandbox_barred(void)
         return 1;
     now = now_ns();
     if (gen == 0 && __atomic_load_n(&checked, __ATOMIC_ACQUIRE)
-        && now - checked_ns < RECHECK_NS)
+        && now - __atomic_load_n(&checked_ns, __ATOMIC_RELAXED) < RECHECK_NS)
         return 0;
     st = read_state(&mode, &filters, &err);
     if (st == STATE_DENIED
@@ -125,12 +125,15 @@ int hwaf_sandbox_barred(void)
         hwaf_debug_sandboxed();
         return 1;
     }
-    if (st == STATE_UNKNOWN || !checked || checked_gen != gen)
+    if (st == STATE_UNKNOWN || !__atomic_load_n(&checked, __ATOMIC_RELAXED)
+        || __atomic_load_n(&checked_gen, __ATOMIC_RELAXED) != gen)
         HWAF_DEBUG("sandbox: %s (seccomp mode %d, %d filters): kernel calls go on",
                    st == STATE_UNKNOWN ? "state unknown" : "checked after fork",
                    mode, filters);
-    checked_gen = gen;
-    checked_ns = now;
+    /* Any thread may get here at once: each word on its own is enough (a
+     * recheck a little early or late is harmless). */
+    __atomic_store_n(&checked_gen, gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&checked_ns, now, __ATOMIC_RELAXED);
     __atomic_store_n(&checked, 1, __ATOMIC_RELEASE);
     return 0;
 }
