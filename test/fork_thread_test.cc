@@ -223,8 +223,9 @@ TEST_F(Threads, IndependentContexts)
     std::mutex mu;
     std::vector<std::string> failures;
     std::atomic<long> ops{0};
+    const uint64_t seed = rng_();  /* rng_ is not for several threads */
     auto worker = [&](int t) {
-        std::mt19937_64 r(rng_() + (uint64_t)t);
+        std::mt19937_64 r(seed + (uint64_t)t);
         auto rb = [&](size_t n) {
             Bytes b(n);
             for (auto &x : b)
