@@ -87,12 +87,13 @@ void hwaf_fork_register(hwaf_fork_node *n)
 
 void hwaf_fork_unregister(hwaf_fork_node *n)
 {
-    if (n->next == NULL)
-        return;
+    /* Neighbours rewrite n->next under the lock: read it only there. */
     pthread_mutex_lock(&fork_lock);
-    n->prev->next = n->next;
-    n->next->prev = n->prev;
-    n->next = n->prev = NULL;
+    if (n->next != NULL) {
+        n->prev->next = n->next;
+        n->next->prev = n->prev;
+        n->next = n->prev = NULL;
+    }
     pthread_mutex_unlock(&fork_lock);
 }
 
