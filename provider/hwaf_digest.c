@@ -260,7 +260,8 @@ static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
                 ctx->hold = h;
                 ctx->holdcap = cap;
             }
-            memcpy(ctx->hold + ctx->held, in, inl);
+            if (inl > 0) /* in may be NULL then */
+                memcpy(ctx->hold + ctx->held, in, inl);
             ctx->held += inl;
             return 1;
         }
