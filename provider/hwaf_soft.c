@@ -371,10 +371,17 @@ int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv)
 {
     const soft_alg *f = FNS(s->impl);
     OSSL_PARAM p[2];
+    int ok;
 
     p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, iv, f->ivlen);
     p[1] = OSSL_PARAM_construct_end();
-    if (s->c[enc] == NULL || !f->c_get(s->c[enc], p) || p[0].return_size != f->ivlen) {
+    /* The default provider tries the IV as a pointer first and then as a
+     * string; OpenSSL 3.5 raises an error for the first attempt, which EVP
+     * hides the same way. */
+    ERR_set_mark();
+    ok = s->c[enc] != NULL && f->c_get(s->c[enc], p) && p[0].return_size == f->ivlen;
+    ERR_pop_to_mark();
+    if (!ok) {
         HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s: updated-iv",
                    s->impl->alg->kname);
         return 0;
