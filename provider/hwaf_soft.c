@@ -291,12 +291,13 @@ struct hwaf_be_cipher_st {
     size_t keylen;
 };
 
-static int soft_available(char *why, size_t whylen)
+/* Both software backends: always there, no kernel drivers to bind. */
+int hwaf_soft_available(char *why, size_t whylen)
 {
     return 1;
 }
 
-static int soft_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
+int hwaf_soft_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
 {
     return 0;
 }
@@ -551,20 +552,20 @@ static void soft_md_close(hwaf_be_md *s)
     OPENSSL_free(s);
 }
 
-/* The state is process memory: fork copies it. */
-static int soft_md_fork_prepare(hwaf_be_md *s)
+/* The state is process memory: fork copies it (both software backends). */
+int hwaf_soft_md_fork_prepare(hwaf_be_md *s)
 {
     return 1;
 }
 
-static void soft_md_fork_noop(hwaf_be_md *s)
+void hwaf_soft_md_fork_noop(hwaf_be_md *s)
 {
 }
 
 const hwaf_backend hwaf_backend_soft = {
     .name = "software",
-    .available = soft_available,
-    .drivers = soft_drivers,
+    .available = hwaf_soft_available,
+    .drivers = hwaf_soft_drivers,
     .cipher_open = soft_cipher_open,
     .cipher_crypt = soft_cipher_crypt,
     .cipher_max = soft_cipher_max,
@@ -576,9 +577,9 @@ const hwaf_backend hwaf_backend_soft = {
     .md_reset = soft_md_reset,
     .md_dup = soft_md_dup,
     .md_close = soft_md_close,
-    .md_fork_prepare = soft_md_fork_prepare,
-    .md_fork_parent = soft_md_fork_noop,
-    .md_fork_child = soft_md_fork_noop,
+    .md_fork_prepare = hwaf_soft_md_fork_prepare,
+    .md_fork_parent = hwaf_soft_md_fork_noop,
+    .md_fork_child = hwaf_soft_md_fork_noop,
     .impl_init = soft_impl_init,
     .impl_free = soft_impl_free,
     /* no AEAD, no keyed hash: those are hwaf_backend_soft_aead_mac's */

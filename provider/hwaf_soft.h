@@ -87,6 +87,12 @@ void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void);
  */
 int hwaf_soft_ctr_num_settable(void);
 
+/* Shared by the software backends' tables (hwaf_soft.c, hwaf_soft_aead_mac.c). */
+int hwaf_soft_available(char *why, size_t whylen);
+int hwaf_soft_drivers(const hwaf_alg *alg, hwaf_driver *out, int max);
+int hwaf_soft_md_fork_prepare(hwaf_be_md *s);
+void hwaf_soft_md_fork_noop(hwaf_be_md *s);
+
 /*
  * Per-context choice, settable with HWAF_PARAM_OFFLOAD: the implementation's
  * threshold (auto), always software, always kernel.

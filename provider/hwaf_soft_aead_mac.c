@@ -111,16 +111,6 @@ static void am_impl_free(hwaf_impl *impl)
     impl->be_data = NULL;
 }
 
-static int am_available(char *why, size_t whylen)
-{
-    return 1;
-}
-
-static int am_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
-{
-    return 0;
-}
-
 /* ---- AES-GCM: one default-provider context per direction ---- */
 
 struct hwaf_be_aead_st {
@@ -326,20 +316,10 @@ static int am_md_open(hwaf_be_md **s, const hwaf_impl *impl)
     return 0;
 }
 
-/* The state is process memory: fork copies it. */
-static int am_md_fork_prepare(hwaf_be_md *s)
-{
-    return 1;
-}
-
-static void am_md_fork_noop(hwaf_be_md *s)
-{
-}
-
 const hwaf_backend hwaf_backend_soft_aead_mac = {
     .name = "software",
-    .available = am_available,
-    .drivers = am_drivers,
+    .available = hwaf_soft_available,
+    .drivers = hwaf_soft_drivers,
     /* no plain cipher: the GCM layer's counter-mode continuation of a
      * message in software uses hwaf_backend_soft's AES-CTR */
     .md_open = am_md_open,
@@ -348,9 +328,9 @@ const hwaf_backend hwaf_backend_soft_aead_mac = {
     .md_reset = am_md_reset,
     .md_dup = am_md_dup,
     .md_close = am_md_close,
-    .md_fork_prepare = am_md_fork_prepare,
-    .md_fork_parent = am_md_fork_noop,
-    .md_fork_child = am_md_fork_noop,
+    .md_fork_prepare = hwaf_soft_md_fork_prepare,
+    .md_fork_parent = hwaf_soft_md_fork_noop,
+    .md_fork_child = hwaf_soft_md_fork_noop,
     .impl_init = am_impl_init,
     .impl_free = am_impl_free,
     .aead_open = am_aead_open,
