@@ -34,13 +34,10 @@ typedef struct hwaf_digest_ctx_st {
     int offload;       /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     void *sw;          /* software hash: the default provider's context
                         * (hwaf_soft.h), made on first need */
-    unsigned char *hold; /* the message so far, while PATH_UNDECIDED */
-    size_t held, holdcap;
+    hwaf_hold hold;    /* the message so far, while PATH_UNDECIDED */
 } hwaf_digest_ctx;
 
 enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
-/* A threshold above this is treated as this much: the most held back. */
-#define HOLD_MAX ((size_t)1 << 20)
 
 #define PROV(ctx) ((ctx)->impl->prov)
 #define FROM_NODE(n) ((hwaf_digest_ctx *)((char *)(n) - offsetof(hwaf_digest_ctx, node)))
@@ -115,8 +112,7 @@ static void digest_freectx(void *vctx)
     detach(ctx);
     if (ctx->sw != NULL)
         hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
-    OPENSSL_cleanse(ctx->hold, ctx->held);  /* the rest is wiped already */
-    OPENSSL_free(ctx->hold);
+    hwaf_hold_free(&ctx->hold);
     OPENSSL_free(ctx);
 }
 
@@ -149,13 +145,9 @@ static void *digest_dupctx(void *vctx)
     } else if (src->where == PATH_SOFT && src->sw != NULL
                && (dst->sw = hwaf_soft_md_dup(src->impl->soft, src->sw)) == NULL) {
         goto err;
-    } else if (src->where == PATH_UNDECIDED && src->held > 0) {
-        if ((dst->hold = OPENSSL_memdup(src->hold, src->holdcap)) == NULL) {
-            HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
-            goto err;
-        }
-        dst->holdcap = src->holdcap;
-        dst->held = src->held;
+    } else if (src->where == PATH_UNDECIDED
+               && !hwaf_hold_dup(PROV(src), &dst->hold, &src->hold)) {
+        goto err;
     }
     return dst;
  err:
@@ -192,22 +184,23 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
         }
         ctx->be_used = 1;
         ctx->where = PATH_KERNEL;
-        ok = ctx->held == 0 || ctx->impl->be->md_update(ctx->be, ctx->hold, ctx->held);
+        ok = ctx->hold.held == 0
+             || ctx->impl->be->md_update(ctx->be, ctx->hold.buf, ctx->hold.held);
     } else {
         if (ctx->sw == NULL && (ctx->sw = hwaf_soft_md_new(soft)) == NULL)
             return 0;
         ctx->where = PATH_SOFT;
-        ok = ctx->held == 0 || hwaf_soft_md_update(soft, ctx->sw, ctx->hold, ctx->held);
+        ok = ctx->hold.held == 0
+             || hwaf_soft_md_update(soft, ctx->sw, ctx->hold.buf, ctx->hold.held);
     }
-    OPENSSL_cleanse(ctx->hold, ctx->held);
-    ctx->held = 0;
+    hwaf_hold_clear(&ctx->hold);
     return ok;
 }
 
 /* The threshold this context goes by; 0: kernel now, SIZE_MAX: software now. */
 static size_t threshold(const hwaf_digest_ctx *ctx)
 {
-    return hwaf_hold_threshold(ctx->impl, ctx->offload, HOLD_MAX);
+    return hwaf_hold_threshold(ctx->impl, ctx->offload);
 }
 
 /* A decided message: more of it; its digest, and a new message begins. */
@@ -230,41 +223,12 @@ static int md_restart(hwaf_digest_ctx *ctx, unsigned char *md)
 static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
 {
     if (ctx->where == PATH_UNDECIDED) {
-        size_t t = threshold(ctx);
+        int r = hwaf_hold_take(PROV(ctx), &ctx->hold, threshold(ctx), in, inl);
 
-        if (t == 0 || t == SIZE_MAX) {
-            if (!go(ctx, t == 0))
-                return 0;
-        } else if (ctx->held + inl >= t) {
-            if (!go(ctx, 1))
-                return 0;
-        } else {
-            if (ctx->held + inl > ctx->holdcap) {
-                /* Doubling, up to t (<= HOLD_MAX): a short message never
-                 * pays for a buffer of the threshold's size. */
-                size_t cap = ctx->holdcap < 128 ? 256 : 2 * ctx->holdcap;
-                unsigned char *h;
-
-                if (cap < ctx->held + inl)
-                    cap = ctx->held + inl;
-                if (cap > t)
-                    cap = t;
-                if ((h = OPENSSL_malloc(cap)) == NULL) {
-                    HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
-                    return 0;
-                }
-                if (ctx->held > 0)
-                    memcpy(h, ctx->hold, ctx->held);
-                OPENSSL_cleanse(ctx->hold, ctx->held);
-                OPENSSL_free(ctx->hold);
-                ctx->hold = h;
-                ctx->holdcap = cap;
-            }
-            if (inl > 0) /* in may be NULL then */
-                memcpy(ctx->hold + ctx->held, in, inl);
-            ctx->held += inl;
+        if (r == HWAF_HOLD_KEPT)
             return 1;
-        }
+        if (r == HWAF_HOLD_FAILED || !go(ctx, r == HWAF_HOLD_KERNEL))
+            return 0;
     }
     if (inl == 0)
         return 1;
@@ -299,8 +263,7 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
     }
     ctx->finalised = 0;
     ctx->inited = 1;
-    OPENSSL_cleanse(ctx->hold, ctx->held);
-    ctx->held = 0;
+    hwaf_hold_clear(&ctx->hold);
     if (ctx->where == PATH_SOFT && !hwaf_soft_md_init(ctx->impl->soft, ctx->sw)) {
         ctx->failed = 1;
         return 0;

@@ -49,13 +49,10 @@ typedef struct hwaf_mac_ctx_st {
     int offload;             /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     int where;               /* PATH_*: where this message goes */
     hwaf_be_md *sw;          /* the software path's keyed HMAC, on first need */
-    unsigned char *hold;     /* the message so far, while PATH_UNDECIDED */
-    size_t held, holdcap;
+    hwaf_hold hold;          /* the message so far, while PATH_UNDECIDED */
 } hwaf_mac_ctx;
 
 enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
-/* A threshold above this is treated as this much: the most held back. */
-#define HOLD_MAX ((size_t)1 << 20)
 
 #define FROM_NODE(n) ((hwaf_mac_ctx *)((char *)(n) - offsetof(hwaf_mac_ctx, node)))
 
@@ -145,7 +142,7 @@ static void mac_freectx(void *vctx)
     if (ctx->impl != NULL)
         drop_all(ctx);
     EVP_MAC_CTX_free(ctx->soft);
-    OPENSSL_clear_free(ctx->hold, ctx->holdcap);
+    hwaf_hold_free(&ctx->hold);
     OPENSSL_clear_free(ctx->key, ctx->keylen);
     OPENSSL_free(ctx);
 }
@@ -210,14 +207,9 @@ static void *mac_dupctx(void *vctx)
         mac_freectx(dst);
         return NULL;
     }
-    if (src->held > 0) {
-        if ((dst->hold = OPENSSL_memdup(src->hold, src->holdcap)) == NULL) {
-            HWAF_RAISE(src->prov, HWAF_R_MALLOC_FAILURE, NULL);
-            mac_freectx(dst);
-            return NULL;
-        }
-        dst->holdcap = src->holdcap;
-        dst->held = src->held;
+    if (!hwaf_hold_dup(src->prov, &dst->hold, &src->hold)) {
+        mac_freectx(dst);
+        return NULL;
     }
     return dst;
 }
@@ -410,58 +402,36 @@ static int go(hwaf_mac_ctx *ctx, int kernel)
             attach(ctx, be);
         }
         ctx->where = PATH_KERNEL;
-        ok = ctx->held == 0 || ctx->impl->be->md_update(ctx->be, ctx->hold, ctx->held);
+        ok = ctx->hold.held == 0
+             || ctx->impl->be->md_update(ctx->be, ctx->hold.buf, ctx->hold.held);
     } else {
         if (ctx->sw == NULL && !soft->be->mac_open(&ctx->sw, soft, ctx->key, ctx->keylen)) {
             ctx->sw = NULL;
             return 0;
         }
         ctx->where = PATH_SOFT;
-        ok = ctx->held == 0 || soft->be->md_update(ctx->sw, ctx->hold, ctx->held);
+        ok = ctx->hold.held == 0 || soft->be->md_update(ctx->sw, ctx->hold.buf, ctx->hold.held);
     }
-    OPENSSL_cleanse(ctx->hold, ctx->held);
-    ctx->held = 0;
+    hwaf_hold_clear(&ctx->hold);
     return ok;
 }
 
 /* The threshold this context goes by; 0: kernel now, SIZE_MAX: software now. */
 static size_t threshold(const hwaf_mac_ctx *ctx)
 {
-    return hwaf_hold_threshold(ctx->impl, ctx->offload, HOLD_MAX);
+    return hwaf_hold_threshold(ctx->impl, ctx->offload);
 }
 
 /* Take inl more bytes of the message. */
 static int feed(hwaf_mac_ctx *ctx, const unsigned char *in, size_t inl)
 {
     if (ctx->where == PATH_UNDECIDED) {
-        size_t t = threshold(ctx);
+        int r = hwaf_hold_take(ctx->prov, &ctx->hold, threshold(ctx), in, inl);
 
-        if (t == 0 || t == SIZE_MAX || ctx->held + inl >= t) {
-            if (!go(ctx, t != SIZE_MAX))
-                return 0;
-        } else {
-            if (ctx->hold == NULL) {
-                /* t <= HOLD_MAX: once per context */
-                if ((ctx->hold = OPENSSL_malloc(t)) == NULL) {
-                    HWAF_RAISE(ctx->prov, HWAF_R_MALLOC_FAILURE, NULL);
-                    return 0;
-                }
-                ctx->holdcap = t;
-            } else if (ctx->held + inl > ctx->holdcap) {
-                unsigned char *h = OPENSSL_clear_realloc(ctx->hold, ctx->holdcap, t);
-
-                if (h == NULL) {
-                    HWAF_RAISE(ctx->prov, HWAF_R_MALLOC_FAILURE, NULL);
-                    return 0;
-                }
-                ctx->hold = h;
-                ctx->holdcap = t;
-            }
-            if (inl > 0) /* in may be NULL then */
-                memcpy(ctx->hold + ctx->held, in, inl);
-            ctx->held += inl;
+        if (r == HWAF_HOLD_KEPT)
             return 1;
-        }
+        if (r == HWAF_HOLD_FAILED || !go(ctx, r == HWAF_HOLD_KERNEL))
+            return 0;
     }
     if (inl == 0)
         return 1;
@@ -500,8 +470,7 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
         ctx->broken = 0;
     }
     ctx->finalised = 0;
-    OPENSSL_cleanse(ctx->hold, ctx->held);
-    ctx->held = 0;
+    hwaf_hold_clear(&ctx->hold);
     /* Back to the keyed initial state, on the path the last message took;
      * an object that cannot be reset is replaced by a fresh one. */
     if (ctx->where == PATH_KERNEL && ctx->be != NULL && !ctx->impl->be->md_reset(ctx->be))
