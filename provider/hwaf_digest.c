@@ -18,14 +18,12 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_soft.h"
+#include "hwaf_hash.h"
 #include <hwaf/hwaf.h>
 
 typedef struct hwaf_digest_ctx_st {
     const hwaf_impl *impl;   /* first: see hwaf_ctx_new() */
-    hwaf_be_md *be;
-    hwaf_fork_node node;
-    int snapshot_ok;   /* the last fork snapshot succeeded */
-    int broken;        /* state lost in a child: refuse until init */
+    hwaf_khash k;      /* the running hash in the kernel (hwaf_hash.h) */
     int finalised;     /* final done: refuse update and final until init */
     int failed;        /* an operation failed part-way: refuse until init */
     int inited;        /* init done */
@@ -40,48 +38,6 @@ typedef struct hwaf_digest_ctx_st {
 enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
 
 #define PROV(ctx) ((ctx)->impl->prov)
-#define FROM_NODE(n) ((hwaf_digest_ctx *)((char *)(n) - offsetof(hwaf_digest_ctx, node)))
-
-static void node_prepare(hwaf_fork_node *n)
-{
-    hwaf_digest_ctx *ctx = FROM_NODE(n);
-
-    ctx->snapshot_ok = ctx->impl->be->md_fork_prepare(ctx->be);
-}
-
-static void node_parent(hwaf_fork_node *n)
-{
-    hwaf_digest_ctx *ctx = FROM_NODE(n);
-
-    ctx->impl->be->md_fork_parent(ctx->be);
-}
-
-static void node_child(hwaf_fork_node *n)
-{
-    hwaf_digest_ctx *ctx = FROM_NODE(n);
-
-    ctx->impl->be->md_fork_child(ctx->be);
-    if (!ctx->snapshot_ok)
-        ctx->broken = 1;
-}
-
-static void attach(hwaf_digest_ctx *ctx, hwaf_be_md *be)
-{
-    ctx->be = be;
-    ctx->node.prepare = node_prepare;
-    ctx->node.parent = node_parent;
-    ctx->node.child = node_child;
-    hwaf_fork_register(&ctx->node);
-}
-
-static void detach(hwaf_digest_ctx *ctx)
-{
-    if (ctx->be == NULL)
-        return;
-    hwaf_fork_unregister(&ctx->node);
-    ctx->impl->be->md_close(ctx->be);
-    ctx->be = NULL;
-}
 
 static OSSL_FUNC_digest_init_fn digest_init;
 static OSSL_FUNC_digest_update_fn digest_update;
@@ -109,7 +65,7 @@ static void digest_freectx(void *vctx)
 
     if (ctx == NULL)
         return;
-    detach(ctx);
+    hwaf_khash_detach(&ctx->k);
     if (ctx->sw != NULL)
         hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
     hwaf_hold_free(&ctx->hold);
@@ -121,7 +77,7 @@ static void *digest_dupctx(void *vctx)
     hwaf_digest_ctx *src = vctx, *dst;
     hwaf_be_md *be = NULL;
 
-    if (src->broken && src->where == PATH_KERNEL) {
+    if (src->k.broken && src->where == PATH_KERNEL) {
         HWAF_RAISE(PROV(src), HWAF_R_FORK_RECOVERY_FAILED, NULL);
         return NULL;
     }
@@ -138,10 +94,10 @@ static void *digest_dupctx(void *vctx)
     dst->offload = src->offload;
     if (src->failed) {
         /* Nothing worth copying: the copy refuses until init, too. */
-    } else if (src->where == PATH_KERNEL && src->be != NULL) {
-        if (!src->impl->be->md_dup(&be, src->be))
+    } else if (src->where == PATH_KERNEL && src->k.be != NULL) {
+        if (!src->impl->be->md_dup(&be, src->k.be))
             goto err;
-        attach(dst, be);
+        hwaf_khash_attach(&dst->k, dst->impl, be);
     } else if (src->where == PATH_SOFT && src->sw != NULL
                && (dst->sw = hwaf_soft_md_dup(src->impl->soft, src->sw)) == NULL) {
         goto err;
@@ -163,13 +119,11 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
     int ok;
 
     if (kernel || soft == NULL) {
-        if (ctx->broken) {  /* its state was lost in fork(): start afresh */
-            detach(ctx);
-            ctx->broken = 0;
-        }
-        if (ctx->be != NULL && ctx->be_used && !ctx->impl->be->md_reset(ctx->be))
-            detach(ctx);
-        if (ctx->be == NULL) {
+        if (ctx->k.broken)  /* its state was lost in fork(): start afresh */
+            hwaf_khash_detach(&ctx->k);
+        if (ctx->k.be != NULL && ctx->be_used && !ctx->impl->be->md_reset(ctx->k.be))
+            hwaf_khash_detach(&ctx->k);
+        if (ctx->k.be == NULL) {
             hwaf_open_try t;
 
             hwaf_open_begin(ctx->impl, &t);
@@ -180,12 +134,12 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
                 return go(ctx, 0);
             }
             hwaf_open_end(ctx->impl, &t);
-            attach(ctx, be);
+            hwaf_khash_attach(&ctx->k, ctx->impl, be);
         }
         ctx->be_used = 1;
         ctx->where = PATH_KERNEL;
         ok = ctx->hold.held == 0
-             || ctx->impl->be->md_update(ctx->be, ctx->hold.buf, ctx->hold.held);
+             || ctx->impl->be->md_update(ctx->k.be, ctx->hold.buf, ctx->hold.held);
     } else {
         if (ctx->sw == NULL && (ctx->sw = hwaf_soft_md_new(soft)) == NULL)
             return 0;
@@ -207,14 +161,14 @@ static size_t threshold(const hwaf_digest_ctx *ctx)
 static int md_more(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
 {
     if (ctx->where == PATH_KERNEL)
-        return ctx->impl->be->md_update(ctx->be, in, inl);
+        return ctx->impl->be->md_update(ctx->k.be, in, inl);
     return hwaf_soft_md_update(ctx->impl->soft, ctx->sw, in, inl);
 }
 
 static int md_restart(hwaf_digest_ctx *ctx, unsigned char *md)
 {
     if (ctx->where == PATH_KERNEL)
-        return ctx->impl->be->md_final(ctx->be, md);
+        return ctx->impl->be->md_final(ctx->k.be, md);
     return hwaf_soft_md_final(ctx->impl->soft, ctx->sw, md)
            && hwaf_soft_md_init(ctx->impl->soft, ctx->sw);
 }
@@ -247,14 +201,12 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
 {
     hwaf_digest_ctx *ctx = vctx;
 
-    if (ctx->broken) {  /* the kernel state was lost in fork(): start afresh */
-        detach(ctx);
-        ctx->broken = 0;
-    }
+    if (ctx->k.broken)  /* the kernel state was lost in fork(): start afresh */
+        hwaf_khash_detach(&ctx->k);
     if (ctx->failed) {
         /* Whatever the failed operation left in the kernel or in software
          * goes with its object; the next message starts on a fresh one. */
-        detach(ctx);
+        hwaf_khash_detach(&ctx->k);
         hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
         ctx->sw = NULL;
         ctx->be_used = 0;
@@ -290,7 +242,7 @@ static int digest_ready(hwaf_digest_ctx *ctx)
         HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED, NULL);
         return 0;
     }
-    if (ctx->broken && ctx->where == PATH_KERNEL) {
+    if (ctx->k.broken && ctx->where == PATH_KERNEL) {
         HWAF_RAISE(PROV(ctx), HWAF_R_FORK_RECOVERY_FAILED,
                    "the running hash was lost in fork(); initialise again");
         return 0;
@@ -342,7 +294,7 @@ static int digest_final(void *vctx, unsigned char *out, size_t *outl,
     }
     ctx->finalised = 1;
     if (!settle(ctx)
-        || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
+        || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->k.be, out)
                                       : !hwaf_soft_md_final(ctx->impl->soft, ctx->sw, out))) {
         ctx->failed = 1;
         return 0;

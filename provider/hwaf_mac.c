@@ -29,20 +29,18 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_soft.h"
+#include "hwaf_hash.h"
 #include <hwaf/hwaf.h>
 
 typedef struct hwaf_mac_ctx_st {
     hwaf_prov *prov;
     int slot;
     const hwaf_impl *impl;   /* NULL until a digest is set */
-    hwaf_be_md *be;
+    hwaf_khash k;            /* the running MAC in the kernel (hwaf_hash.h) */
     EVP_MAC_CTX *soft;       /* a digest hwaf does not serve: another provider's */
-    hwaf_fork_node node;
     unsigned char *key;
     size_t keylen;
     int key_set;
-    int snapshot_ok;
-    int broken;              /* state lost in a child: refuse until init */
     int finalised;
     int failed;              /* an update or final failed: refuse until init */
     int inited;              /* init done since the key or digest was set */
@@ -54,53 +52,10 @@ typedef struct hwaf_mac_ctx_st {
 
 enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
 
-#define FROM_NODE(n) ((hwaf_mac_ctx *)((char *)(n) - offsetof(hwaf_mac_ctx, node)))
-
-static void node_prepare(hwaf_fork_node *n)
-{
-    hwaf_mac_ctx *ctx = FROM_NODE(n);
-
-    ctx->snapshot_ok = ctx->impl->be->md_fork_prepare(ctx->be);
-}
-
-static void node_parent(hwaf_fork_node *n)
-{
-    hwaf_mac_ctx *ctx = FROM_NODE(n);
-
-    ctx->impl->be->md_fork_parent(ctx->be);
-}
-
-static void node_child(hwaf_fork_node *n)
-{
-    hwaf_mac_ctx *ctx = FROM_NODE(n);
-
-    ctx->impl->be->md_fork_child(ctx->be);
-    if (!ctx->snapshot_ok)
-        ctx->broken = 1;
-}
-
-static void attach(hwaf_mac_ctx *ctx, hwaf_be_md *be)
-{
-    ctx->be = be;
-    ctx->node.prepare = node_prepare;
-    ctx->node.parent = node_parent;
-    ctx->node.child = node_child;
-    hwaf_fork_register(&ctx->node);
-}
-
-static void detach(hwaf_mac_ctx *ctx)
-{
-    if (ctx->be == NULL)
-        return;
-    hwaf_fork_unregister(&ctx->node);
-    ctx->impl->be->md_close(ctx->be);
-    ctx->be = NULL;
-}
-
 /* Close both paths' objects (a new key or digest). */
 static void drop_all(hwaf_mac_ctx *ctx)
 {
-    detach(ctx);
+    hwaf_khash_detach(&ctx->k);
     if (ctx->sw != NULL)
         ctx->impl->soft->be->md_close(ctx->sw);
     ctx->sw = NULL;
@@ -179,12 +134,12 @@ static void *mac_dupctx(void *vctx)
         }
         return dst;
     }
-    if (src->broken) {
+    if (src->k.broken) {
         HWAF_RAISE(src->prov, HWAF_R_FORK_RECOVERY_FAILED, NULL);
         return NULL;
     }
     /* A failed one is copied without its state: the copy refuses until init. */
-    if (src->be != NULL && !src->failed && !src->impl->be->md_dup(&be, src->be))
+    if (src->k.be != NULL && !src->failed && !src->impl->be->md_dup(&be, src->k.be))
         return NULL;
     dst = mac_newctx(src->prov, src->slot);
     if (dst == NULL || (src->key_set && !set_key(dst, src->key, src->keylen))) {
@@ -200,7 +155,7 @@ static void *mac_dupctx(void *vctx)
     dst->offload = src->offload;
     dst->where = src->where;
     if (be != NULL)
-        attach(dst, be);
+        hwaf_khash_attach(&dst->k, dst->impl, be);
     if (src->sw != NULL && !src->failed
         && !src->impl->soft->be->md_dup(&dst->sw, src->sw)) {
         dst->sw = NULL;
@@ -384,11 +339,9 @@ static int go(hwaf_mac_ctx *ctx, int kernel)
     int ok;
 
     if (kernel || soft == NULL) {
-        if (ctx->broken) {  /* its state was lost in fork(): start afresh */
-            detach(ctx);
-            ctx->broken = 0;
-        }
-        if (ctx->be == NULL) {
+        if (ctx->k.broken)  /* its state was lost in fork(): start afresh */
+            hwaf_khash_detach(&ctx->k);
+        if (ctx->k.be == NULL) {
             hwaf_open_try t;
 
             hwaf_open_begin(ctx->impl, &t);
@@ -399,11 +352,11 @@ static int go(hwaf_mac_ctx *ctx, int kernel)
                 return go(ctx, 0);
             }
             hwaf_open_end(ctx->impl, &t);
-            attach(ctx, be);
+            hwaf_khash_attach(&ctx->k, ctx->impl, be);
         }
         ctx->where = PATH_KERNEL;
         ok = ctx->hold.held == 0
-             || ctx->impl->be->md_update(ctx->be, ctx->hold.buf, ctx->hold.held);
+             || ctx->impl->be->md_update(ctx->k.be, ctx->hold.buf, ctx->hold.held);
     } else {
         if (ctx->sw == NULL && !soft->be->mac_open(&ctx->sw, soft, ctx->key, ctx->keylen)) {
             ctx->sw = NULL;
@@ -436,7 +389,7 @@ static int feed(hwaf_mac_ctx *ctx, const unsigned char *in, size_t inl)
     if (inl == 0)
         return 1;
     if (ctx->where == PATH_KERNEL)
-        return ctx->impl->be->md_update(ctx->be, in, inl);
+        return ctx->impl->be->md_update(ctx->k.be, in, inl);
     return ctx->impl->soft->be->md_update(ctx->sw, in, inl);
 }
 
@@ -465,16 +418,14 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
         drop_all(ctx);
         ctx->failed = 0;
     }
-    if (ctx->broken) {  /* the kernel state was lost in fork(): start afresh */
-        detach(ctx);
-        ctx->broken = 0;
-    }
+    if (ctx->k.broken)  /* the kernel state was lost in fork(): start afresh */
+        hwaf_khash_detach(&ctx->k);
     ctx->finalised = 0;
     hwaf_hold_clear(&ctx->hold);
     /* Back to the keyed initial state, on the path the last message took;
      * an object that cannot be reset is replaced by a fresh one. */
-    if (ctx->where == PATH_KERNEL && ctx->be != NULL && !ctx->impl->be->md_reset(ctx->be))
-        detach(ctx);
+    if (ctx->where == PATH_KERNEL && ctx->k.be != NULL && !ctx->impl->be->md_reset(ctx->k.be))
+        hwaf_khash_detach(&ctx->k);
     if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw)) {
         ctx->impl->soft->be->md_close(ctx->sw);
         ctx->sw = NULL;
@@ -496,7 +447,7 @@ static int mac_ready(hwaf_mac_ctx *ctx)
         HWAF_RAISE(ctx->prov, HWAF_R_NOT_INITIALISED, NULL);
         return 0;
     }
-    if (ctx->broken && ctx->where == PATH_KERNEL) {
+    if (ctx->k.broken && ctx->where == PATH_KERNEL) {
         HWAF_RAISE(ctx->prov, HWAF_R_FORK_RECOVERY_FAILED,
                    "the running MAC was lost in fork(); initialise again");
         return 0;
@@ -546,7 +497,7 @@ static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsiz
     ctx->finalised = 1;
     /* A message still held back ended below the threshold: software. */
     if ((ctx->where == PATH_UNDECIDED && !go(ctx, threshold(ctx) == 0))
-        || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->be, out)
+        || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->k.be, out)
                                       : !ctx->impl->soft->be->md_final(ctx->sw, out))) {
         ctx->failed = 1;
         return 0;

@@ -114,7 +114,7 @@ static inline int hwaf_offload(const hwaf_impl *impl, int force, size_t n)
  * else the threshold, at most HWAF_HOLD_MAX (a threshold above it is
  * treated as that much: the most held back).
  */
-#define HWAF_HOLD_MAX ((size_t)1 << 20)
+#define HWAF_HOLD_MAX ((size_t)1 << 20)  /* hwaf_hash.h holds the bytes */
 static inline size_t hwaf_hold_threshold(const hwaf_impl *impl, int force)
 {
     if (impl->soft == NULL || force == HWAF_OFFLOAD_KERNEL)
@@ -123,28 +123,6 @@ static inline size_t hwaf_hold_threshold(const hwaf_impl *impl, int force)
         return SIZE_MAX;
     return impl->offload_min < HWAF_HOLD_MAX ? impl->offload_min : HWAF_HOLD_MAX;
 }
-
-/*
- * The bytes held back of such a stream's message (hwaf_hold.c), while it is
- * undecided.  hwaf_hold_take() takes inl more bytes under threshold t (from
- * hwaf_hold_threshold): HWAF_HOLD_KEPT when they are held back, else the
- * path the message takes from now on (HWAF_HOLD_KERNEL, HWAF_HOLD_SOFTWARE):
- * the caller sends the held bytes there, clears them, then sends in.
- * HWAF_HOLD_FAILED: out of memory, raised.  Held bytes are wiped when
- * cleared or freed.  A zeroed hwaf_hold is empty.
- */
-typedef struct hwaf_hold_st {
-    unsigned char *buf;
-    size_t held, cap;
-} hwaf_hold;
-
-enum { HWAF_HOLD_FAILED = -1, HWAF_HOLD_KEPT, HWAF_HOLD_SOFTWARE, HWAF_HOLD_KERNEL };
-int hwaf_hold_take(struct hwaf_prov_st *prov, hwaf_hold *h, size_t t,
-                   const unsigned char *in, size_t inl);
-void hwaf_hold_clear(hwaf_hold *h);
-void hwaf_hold_free(hwaf_hold *h);
-/* dst (uninitialised) gets a copy of src's held bytes; 1, or 0 raised. */
-int hwaf_hold_dup(struct hwaf_prov_st *prov, hwaf_hold *dst, const hwaf_hold *src);
 
 /*
  * When a kernel object cannot be had: a context with a software twin whose

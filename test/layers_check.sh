@@ -8,7 +8,8 @@
 #   1 entry         hwaf_entry.c hwaf_prov.c
 #   2 mode layers   hwaf_cipher.c hwaf_digest.c hwaf_tls.c hwaf_aead.c hwaf_mac.c
 #   3 between the mode layers and the backends: the shared implementation
-#                   helpers hwaf_impl.c; the software path of size-aware
+#                   helpers hwaf_impl.c; what the digest and MAC layers
+#                   share, hwaf_hash.c; the software path of size-aware
 #                   dispatch, hwaf_soft.c hwaf_soft_aead_mac.c
 #   4 backends      be_*.c
 #   5 system calls  *_sys.c
@@ -22,7 +23,7 @@ lib=${1:?path of libhwaf_core.a}
 
 ENTRY="hwaf_entry hwaf_prov"
 MODES="hwaf_cipher hwaf_digest hwaf_tls hwaf_aead hwaf_mac"
-IMPL="hwaf_impl hwaf_soft hwaf_soft_aead_mac"
+IMPL="hwaf_impl hwaf_hash hwaf_soft hwaf_soft_aead_mac"
 PLUMBING="hwaf_algs hwaf_classify hwaf_config hwaf_err hwaf_debug hwaf_stats hwaf_fork hwaf_sandbox hwaf_calib"
 
 layer_of() { # object file name -> layer number (0: unknown)

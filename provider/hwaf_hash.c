@@ -1,16 +1,58 @@
 /*
- * The hold-back buffer of a stream whose state cannot move from software to
- * the kernel (a digest, an HMAC; see hwaf_soft.h): the message so far,
- * while it has not reached its threshold.  It grows by doubling up to the
- * threshold, so a short message never pays for a buffer of the threshold's
- * size, and held bytes are wiped as soon as they leave it.
+ * What the digest and MAC layers share (hwaf_hash.h): the running hash in
+ * the kernel with its fork() snapshot, and the hold-back buffer.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <openssl/crypto.h>
-#include "hwaf_local.h"
+#include "hwaf_hash.h"
 #include "hwaf_err.h"
-#include "hwaf_soft.h"
+
+#define FROM_NODE(n) ((hwaf_khash *)((char *)(n) - offsetof(hwaf_khash, node)))
+
+static void node_prepare(hwaf_fork_node *n)
+{
+    hwaf_khash *k = FROM_NODE(n);
+
+    k->snapshot_ok = k->impl->be->md_fork_prepare(k->be);
+}
+
+static void node_parent(hwaf_fork_node *n)
+{
+    hwaf_khash *k = FROM_NODE(n);
+
+    k->impl->be->md_fork_parent(k->be);
+}
+
+static void node_child(hwaf_fork_node *n)
+{
+    hwaf_khash *k = FROM_NODE(n);
+
+    k->impl->be->md_fork_child(k->be);
+    if (!k->snapshot_ok)
+        k->broken = 1;
+}
+
+void hwaf_khash_attach(hwaf_khash *k, const hwaf_impl *impl, hwaf_be_md *be)
+{
+    k->impl = impl;
+    k->be = be;
+    k->node.prepare = node_prepare;
+    k->node.parent = node_parent;
+    k->node.child = node_child;
+    hwaf_fork_register(&k->node);
+}
+
+void hwaf_khash_detach(hwaf_khash *k)
+{
+    k->broken = 0;
+    if (k->be == NULL)
+        return;
+    hwaf_fork_unregister(&k->node);
+    k->impl->be->md_close(k->be);
+    k->be = NULL;
+}
 
 int hwaf_hold_take(hwaf_prov *prov, hwaf_hold *h, size_t t,
                    const unsigned char *in, size_t inl)
