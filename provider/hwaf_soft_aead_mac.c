@@ -41,7 +41,8 @@ typedef struct soft_am_st {
 } soft_am;
 
 #define FNS(impl) ((const soft_am *)(impl)->be_data)
-#define FN(type, id) ((type *)hwaf_soft_fn(fns, id))
+/* f->field = the function id of fns, typed as the field; 0 when fns has none. */
+#define TAKE(field, id) ((f->field = (__typeof__(f->field))hwaf_soft_fn(fns, id)) != NULL)
 
 /* The first of the ':'-separated names. */
 static int first_name(const char *names, char *buf, size_t len)
@@ -67,33 +68,19 @@ static int am_impl_init(hwaf_impl *impl)
         return 0;
     if (alg->kind == HWAF_KIND_AEAD) {
         ok = first_name(alg->names, name, sizeof(name))
-             && hwaf_soft_fetch(OSSL_OP_CIPHER, name, &fns, &f->provctx);
-        if (ok) {
-            f->c_new = FN(OSSL_FUNC_cipher_newctx_fn, OSSL_FUNC_CIPHER_NEWCTX);
-            f->c_einit = FN(OSSL_FUNC_cipher_encrypt_init_fn, OSSL_FUNC_CIPHER_ENCRYPT_INIT);
-            f->c_dinit = FN(OSSL_FUNC_cipher_decrypt_init_fn, OSSL_FUNC_CIPHER_DECRYPT_INIT);
-            f->c_update = FN(OSSL_FUNC_cipher_update_fn, OSSL_FUNC_CIPHER_UPDATE);
-            f->c_final = FN(OSSL_FUNC_cipher_final_fn, OSSL_FUNC_CIPHER_FINAL);
-            f->c_get = FN(OSSL_FUNC_cipher_get_ctx_params_fn, OSSL_FUNC_CIPHER_GET_CTX_PARAMS);
-            f->c_set = FN(OSSL_FUNC_cipher_set_ctx_params_fn, OSSL_FUNC_CIPHER_SET_CTX_PARAMS);
-            f->c_free = FN(OSSL_FUNC_cipher_freectx_fn, OSSL_FUNC_CIPHER_FREECTX);
-            ok = f->c_new && f->c_einit && f->c_dinit && f->c_update && f->c_final
-                 && f->c_get && f->c_set && f->c_free;
-        }
+             && hwaf_soft_fetch(OSSL_OP_CIPHER, name, &fns, &f->provctx)
+             && TAKE(c_new, OSSL_FUNC_CIPHER_NEWCTX) && TAKE(c_einit, OSSL_FUNC_CIPHER_ENCRYPT_INIT)
+             && TAKE(c_dinit, OSSL_FUNC_CIPHER_DECRYPT_INIT) && TAKE(c_update, OSSL_FUNC_CIPHER_UPDATE)
+             && TAKE(c_final, OSSL_FUNC_CIPHER_FINAL) && TAKE(c_get, OSSL_FUNC_CIPHER_GET_CTX_PARAMS)
+             && TAKE(c_set, OSSL_FUNC_CIPHER_SET_CTX_PARAMS) && TAKE(c_free, OSSL_FUNC_CIPHER_FREECTX);
     } else if (alg->kind == HWAF_KIND_MAC) {
         /* hmac(x) is the HMAC of the digest at the same place among the
          * digests (hwaf_local.h): its first name is what HMAC is told. */
         f->digest = hwaf_algs[HWAF_ALG_SHA1 + (int)(alg - &hwaf_algs[HWAF_ALG_HMAC_SHA1])].names;
-        ok = hwaf_soft_fetch(OSSL_OP_MAC, "HMAC", &fns, &f->provctx);
-        if (ok) {
-            f->m_new = FN(OSSL_FUNC_mac_newctx_fn, OSSL_FUNC_MAC_NEWCTX);
-            f->m_init = FN(OSSL_FUNC_mac_init_fn, OSSL_FUNC_MAC_INIT);
-            f->m_update = FN(OSSL_FUNC_mac_update_fn, OSSL_FUNC_MAC_UPDATE);
-            f->m_final = FN(OSSL_FUNC_mac_final_fn, OSSL_FUNC_MAC_FINAL);
-            f->m_dup = FN(OSSL_FUNC_mac_dupctx_fn, OSSL_FUNC_MAC_DUPCTX);
-            f->m_free = FN(OSSL_FUNC_mac_freectx_fn, OSSL_FUNC_MAC_FREECTX);
-            ok = f->m_new && f->m_init && f->m_update && f->m_final && f->m_dup && f->m_free;
-        }
+        ok = hwaf_soft_fetch(OSSL_OP_MAC, "HMAC", &fns, &f->provctx)
+             && TAKE(m_new, OSSL_FUNC_MAC_NEWCTX) && TAKE(m_init, OSSL_FUNC_MAC_INIT)
+             && TAKE(m_update, OSSL_FUNC_MAC_UPDATE) && TAKE(m_final, OSSL_FUNC_MAC_FINAL)
+             && TAKE(m_dup, OSSL_FUNC_MAC_DUPCTX) && TAKE(m_free, OSSL_FUNC_MAC_FREECTX);
     } else {
         ok = 0;
     }
