@@ -1355,9 +1355,11 @@ static int dc_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
 }
 
 /* Data and tag go in one operation of at most the device's (and the
- * driver's, request_max) limit. */
-static size_t dc_aead_max(hwaf_be_aead *s)
+ * driver's, request_max) limit; the AAD, at most one page, beside them. */
+static size_t dc_aead_max(hwaf_be_aead *s, size_t aadlen)
 {
+    if (aadlen > CRYPTODEV_AEAD_MAX_AAD)
+        return 0;
     return dc_max(s->impl) - HWAF_GCM_TAG;
 }
 
@@ -1381,10 +1383,10 @@ static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                    CRYPTODEV_AEAD_MAX_AAD);
         return 0;
     }
-    if (len > dc_aead_max(s)) {
+    if (len > dc_aead_max(s, 0)) {
         HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
                    "%zu bytes of data, at most %zu in one /dev/crypto operation",
-                   len, dc_aead_max(s));
+                   len, dc_aead_max(s, 0));
         return 0;
     }
     if (need > s->cap) {
@@ -1416,7 +1418,7 @@ static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
         if (dc_too_large(r, need))
             HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
                        "the device refused %zu bytes in one operation; at most "
-                       "%zu from now on", need, dc_aead_max(s));
+                       "%zu from now on", need, dc_aead_max(s, 0));
         else
             HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
                            "ioctl(CIOCAUTHCRYPT)");

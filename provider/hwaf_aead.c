@@ -172,15 +172,31 @@ static int kernel_only(const hwaf_aead_ctx *ctx)
 }
 
 /*
- * The backend and session for one whole GCM request of n bytes (AAD and
- * data) of the current message, whose path its first request decided
- * (first = 1).  NULL with an error raised.
+ * A context that must use the kernel: an error for a request of aadlen
+ * bytes of AAD and n in all that the kernel cannot take in one, max
+ * (aead_max() for aadlen).
  */
-static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t n, int first,
+static void too_large(hwaf_aead_ctx *ctx, size_t aadlen, size_t n, size_t max)
+{
+    if (max < aadlen)
+        HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                   "%zu bytes of AAD, more than one kernel request takes", aadlen);
+    else
+        HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
+                   "%zu bytes of AAD and data, at most %zu in one kernel request",
+                   n, max);
+}
+
+/*
+ * The backend and session for one whole GCM request of aadlen bytes of AAD
+ * and len of data of the current message, whose path its first request
+ * decided (first = 1).  NULL with an error raised.
+ */
+static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t aadlen, size_t len, int first,
                              const hwaf_impl **impl)
 {
     hwaf_be_aead *be;
-    size_t max;
+    size_t max, n = aadlen + len;
 
     if (first)
         ctx->msg_soft = !kernel_only(ctx)
@@ -189,20 +205,18 @@ static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t n, int first,
         if ((be = be_get(ctx)) == NULL && !ctx->soft_only)
             return NULL;
         if (be != NULL) {
-            max = ctx->impl->be->aead_max(be);
+            max = ctx->impl->be->aead_max(be, aadlen);
             if (n <= max) {
                 *impl = ctx->impl;
                 return be;
             }
             if (kernel_only(ctx)) {
-                HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
-                           "%zu bytes of AAD and data, at most %zu in one kernel request",
-                           n, max);
+                too_large(ctx, aadlen, n, max);
                 return NULL;
             }
-            HWAF_DEBUG("dispatch: %s via %s: %zu bytes of AAD and data, at most %zu "
-                       "in one kernel request; computed in software", ctx->impl->alg->kname,
-                       ctx->impl->drv.name, n, max);
+            HWAF_DEBUG("dispatch: %s via %s: %zu bytes of AAD and %zu of data, at most "
+                       "%zu in one kernel request; computed in software",
+                       ctx->impl->alg->kname, ctx->impl->drv.name, aadlen, len, max);
         }
     }
     *impl = ctx->impl->soft;
@@ -220,7 +234,7 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
                      unsigned char *tag)
 {
     const hwaf_impl *impl = NULL;
-    hwaf_be_aead *be = req_get(ctx, aadlen + len, first, &impl);
+    hwaf_be_aead *be = req_get(ctx, aadlen, len, first, &impl);
     int r, marked;
 
     if (be == NULL)
@@ -228,7 +242,7 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
     marked = impl != ctx->impl->soft && !kernel_only(ctx) && hwaf_err_mark(PROV(ctx));
     r = impl->be->aead_crypt(be, enc, ctx->iv, aad, aadlen, in, out, len, tag);
     if (marked) {
-        int retry = r == 0 && impl->be->aead_max(be) < aadlen + len;
+        int retry = r == 0 && impl->be->aead_max(be, aadlen) < aadlen + len;
 
         hwaf_err_mark_drop(PROV(ctx), retry);
         if (retry) {
@@ -504,20 +518,18 @@ static int aead_ready(hwaf_aead_ctx *ctx)
  * A context that must use the kernel refuses, before any output, a message
  * that the final's request (the whole message) could not take.
  */
-static int fits(hwaf_aead_ctx *ctx, size_t more)
+static int fits(hwaf_aead_ctx *ctx, size_t aadmore, size_t datamore)
 {
     hwaf_be_aead *be;
-    size_t max;
+    size_t max, aad = ctx->aadlen + aadmore, n = aad + ctx->datalen + datamore;
 
     if (!kernel_only(ctx))
         return 1;
     if ((be = be_get(ctx)) == NULL)
         return 0;
-    max = ctx->impl->be->aead_max(be);
-    if (ctx->aadlen + ctx->datalen + more > max || more > max) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_AEAD_MESSAGE_TOO_LARGE,
-                   "%zu bytes of AAD and data, at most %zu in one kernel request",
-                   ctx->aadlen + ctx->datalen + more, max);
+    max = ctx->impl->be->aead_max(be, aad);
+    if (n > max) {
+        too_large(ctx, aad, n, max);
         return 0;
     }
     return 1;
@@ -574,7 +586,7 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
     unsigned char *keep;
     int r;
 
-    if (!fits(ctx, len) || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
+    if (!fits(ctx, 0, len) || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
         return 0;
     keep = ctx->data + ctx->datalen;
     if (ctx->enc)
@@ -642,7 +654,7 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
             HWAF_RAISE(PROV(ctx), HWAF_R_AAD_AFTER_DATA, NULL);
             return 0;
         }
-        if (!fits(ctx, inl) || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl)) {
+        if (!fits(ctx, inl, 0) || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl)) {
             ctx->failed = 1;
             return 0;
         }

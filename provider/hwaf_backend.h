@@ -165,8 +165,9 @@ typedef struct hwaf_backend_st {
                       const unsigned char *aad, size_t aadlen,
                       const unsigned char *in, unsigned char *out, size_t len,
                       unsigned char *tag);
-    /* Largest aadlen + len one aead_crypt() takes. */
-    size_t (*aead_max)(hwaf_be_aead *s);
+    /* Largest aadlen + len one aead_crypt() takes when aadlen bytes of it
+     * are AAD; less than aadlen when no request takes that much AAD. */
+    size_t (*aead_max)(hwaf_be_aead *s, size_t aadlen);
     void (*aead_close)(hwaf_be_aead *s);
     void (*aead_abandon)(hwaf_be_aead *s);
 

@@ -70,6 +70,17 @@ protected:
         lib_.reset(new LibCtx(make_config(extra)));
         ASSERT_TRUE(lib_->config_ok() && lib_->hwaf_loaded()) << lib_->load_errors();
     }
+    /* AES-128-GCM of hwaf (h) and of the default provider (d), hwaf's every
+     * request for the kernel by size (threshold 0); false when the test
+     * cannot go on (failed or skipped). */
+    bool kernel_gcm(CipherPtr *h, CipherPtr *d)
+    {
+        use_config("offload_min = 0\n");
+        if (HasFatalFailure())
+            return false;
+        need_cipher("AES-128-GCM", h, d);
+        return *h != nullptr;
+    }
     /* A size around the threshold: below, at, or above it. */
     size_t straddle(size_t lo)
     {
@@ -485,12 +496,8 @@ INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchGcm, ::testing::ValuesIn(kGcms),
  */
 TEST_F(Dispatch, GcmMessageLargerThanTheKernelTakesGoesToSoftware)
 {
-    use_config("offload_min = 0\n");
-    if (HasFatalFailure())
-        return;
     CipherPtr h, d;
-    need_cipher("AES-128-GCM", &h, &d);
-    if (!h)
+    if (!kernel_gcm(&h, &d))
         return;
     Bytes key = random_bytes(16), iv = random_bytes(12), aad = random_bytes(20), pt = random_bytes((size_t)1 << 20);
     GcmRun ref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), d.get(), 1, &key, iv, aad, {aad.size()}, pt,
@@ -517,6 +524,62 @@ TEST_F(Dispatch, GcmMessageLargerThanTheKernelTakesGoesToSoftware)
     EXPECT_EQ(ctx_param_int(c.get(), HWAF_PARAM_OFFLOAD, -7), 1);
     EXPECT_FALSE(EVP_EncryptUpdate(c.get(), out.data(), &outl, pt.data(), (int)pt.size()));
     EXPECT_TRUE(has_reasoned_error()) << "no reason for the message the kernel cannot take";
+    ERR_clear_error();
+}
+
+/* AAD the kernel cannot take in one request (cryptodev-linux copies it into
+ * one page: 4096 bytes) goes to software like a too-large message; AF_ALG
+ * takes it.  Either way the result is the default provider's; a context
+ * forced to the kernel gets a reasoned error at the AAD update, before any
+ * output. */
+TEST_F(Dispatch, GcmAadLargerThanTheKernelTakesGoesToSoftware)
+{
+    CipherPtr h, d;
+    if (!kernel_gcm(&h, &d))
+        return;
+    Bytes key = random_bytes(16), iv = random_bytes(12), aad = random_bytes(5000), pt = random_bytes(100);
+    GcmRun ref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), d.get(), 1, &key, iv, aad, {aad.size()}, pt,
+                         {pt.size()}, Bytes(), false, -1);
+    ASSERT_TRUE(ref.ok);
+    std::string backend;
+    {
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr)) << error_queue_text();
+        backend = ctx_param_str(c.get(), HWAF_PARAM_BACKEND);
+    }
+    ASSERT_TRUE(backend == "afalg" || backend == "devcrypto") << backend;
+    for (auto ac : {std::vector<size_t>{aad.size()}, std::vector<size_t>{4000, 1000}}) {
+        uint64_t a0 = 0, a1 = 0;
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_AEAD_BYTES, &a0));
+        Counts c0 = counts(*lib_);
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        GcmRun r = gcm_run(c.get(), h.get(), 1, &key, iv, aad, ac, pt, {pt.size()}, Bytes(), false, -1);
+        ASSERT_TRUE(r.ok) << error_queue_text();
+        EXPECT_EQ(tohex(r.out), tohex(ref.out));
+        EXPECT_EQ(tohex(r.tag), tohex(ref.tag));
+        GcmRun back = gcm_run(c.get(), h.get(), 0, &key, iv, aad, ac, r.out, {pt.size()}, r.tag, true, -1);
+        ASSERT_TRUE(back.ok) << error_queue_text();
+        EXPECT_TRUE(back.out == pt);
+        EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
+        ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_AEAD_BYTES, &a1));
+        if (backend == "devcrypto") {
+            EXPECT_GE(counts(*lib_).sw_bytes - c0.sw_bytes, 2 * (aad.size() + pt.size())) << "not computed in software";
+            EXPECT_EQ(a1, a0) << "the device took AAD over one page";
+        } else {
+            EXPECT_GE(a1 - a0, 2 * (aad.size() + pt.size())) << "AF_ALG takes this AAD: not in the kernel";
+        }
+    }
+    CtxPtr c(EVP_CIPHER_CTX_new());
+    int force = 1, outl = 0;
+    OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+    ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), p)) << error_queue_text();
+    bool took = EVP_EncryptUpdate(c.get(), nullptr, &outl, aad.data(), (int)aad.size());
+    if (backend == "devcrypto") {
+        EXPECT_FALSE(took) << "forced to the kernel, AAD over one page was taken";
+        EXPECT_TRUE(has_reasoned_error()) << "no reason for the AAD the kernel cannot take";
+    } else {
+        EXPECT_TRUE(took) << error_queue_text();
+    }
     ERR_clear_error();
 }
 
