@@ -17,8 +17,11 @@
  *    of the same backend, so each update still returns its output at once.
  *  - The final returns no data.  It uses the kept tag when the message was
  *    one update, and otherwise one more GCM request over the whole message
- *    (the plaintext, kept as it went by) to compute the tag, which is
- *    compared in constant time for decryption.
+ *    to compute the tag, which is compared in constant time for decryption.
+ *    The data is kept as it goes by: the plaintext when decrypting (wiped
+ *    at the next message), the ciphertext when encrypting (public, so a
+ *    message in one update costs no wipe; the counter mode turns it back
+ *    into the plaintext for a later tag).
  *
  * Size-aware dispatch (hwaf_soft.h): each message takes its path at its
  * first request, by the size of that request (AAD + data) against the
@@ -75,8 +78,11 @@ typedef struct hwaf_aead_ctx_st {
     /* The message so far. */
     unsigned char *aad;
     size_t aadlen, aadcap;
-    unsigned char *data;            /* plaintext seen so far */
+    unsigned char *data;            /* the data so far: ciphertext when encrypting
+                                     * (public: never wiped), plaintext when
+                                     * decrypting (data_plain: wiped) */
     size_t datalen, datacap;
+    int data_plain;
     size_t updates;                 /* data updates so far */
     unsigned char tag[HWAF_GCM_TAG];
     size_t taglen;                  /* decrypt: set tag's length; 0 none */
@@ -334,8 +340,9 @@ static int grow(hwaf_aead_ctx *ctx, unsigned char **buf, size_t *cap, size_t nee
 /* Forget the message (not the key, IV or set tag). */
 static void message_reset(hwaf_aead_ctx *ctx)
 {
-    if (ctx->data != NULL)
+    if (ctx->data != NULL && ctx->data_plain)
         OPENSSL_cleanse(ctx->data, ctx->datalen);
+    ctx->data_plain = 0;
     ctx->aadlen = ctx->datalen = ctx->updates = 0;
     ctx->tag_ready = ctx->verified = 0;
     ctx->finalised = 0;
@@ -535,12 +542,13 @@ static int fits(hwaf_aead_ctx *ctx, size_t aadmore, size_t datamore)
     return 1;
 }
 
-/* Counter-mode output for data at ctx->datalen..+len (updates after the first). */
-static int ctr_continue(hwaf_aead_ctx *ctx, const unsigned char *in,
-                        unsigned char *out, size_t len)
+/* Counter-mode output for the message's data at pos..pos+len: updates
+ * after the first, and the plaintext of kept ciphertext. */
+static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
+                  unsigned char *out, size_t len)
 {
     hwaf_be_cipher *ctr = ctr_get(ctx);
-    size_t pad = ctx->datalen % BLK, blocks = ctx->datalen / BLK, n, max;
+    size_t pad = pos % BLK, blocks = pos / BLK, n, max;
     size_t total = (pad + len + BLK - 1) & ~(size_t)(BLK - 1), off;
     unsigned char cb[BLK], *buf;
     uint32_t c;
@@ -589,13 +597,14 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
     if (!fits(ctx, 0, len) || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
         return 0;
     keep = ctx->data + ctx->datalen;
-    if (ctx->enc)
-        memcpy(keep, in, len);  /* before an in-place operation overwrites it */
+    ctx->data_plain = !ctx->enc;
 
     if (ctx->updates == 0) {
         if (ctx->enc) {
             r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, out, len, ctx->tag);
             ctx->tag_ready = r == 1;
+            if (r == 1)
+                memcpy(keep, out, len);
         } else if (ctx->taglen == HWAF_GCM_TAG) {
             /* The tag is known: the checked decryption itself. */
             r = req_crypt(ctx, 1, 0, ctx->aad, ctx->aadlen, in, keep, len, ctx->tag);
@@ -622,10 +631,9 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
         if (r != 1)
             return 0;
     } else {
-        if (!ctr_continue(ctx, in, out, len))
+        if (!ctr_at(ctx, ctx->datalen, in, out, len))
             return 0;
-        if (!ctx->enc)
-            memcpy(keep, out, len);
+        memcpy(keep, out, len);
         ctx->tag_ready = 0;
         ctx->verified = 0;
     }
@@ -675,9 +683,14 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
     return 1;
 }
 
-/* The full tag over everything so far, computed again. */
+/*
+ * The full tag over everything so far, computed again: one GCM request
+ * encrypting the message's plaintext (kept when decrypting; when
+ * encrypting, the counter mode turns the kept ciphertext back into it).
+ */
 static int tag_of_message(hwaf_aead_ctx *ctx, unsigned char tag[HWAF_GCM_TAG])
 {
+    const unsigned char *pt = ctx->data;
     unsigned char *scratch;
     int r;
 
@@ -686,9 +699,16 @@ static int tag_of_message(hwaf_aead_ctx *ctx, unsigned char tag[HWAF_GCM_TAG])
         HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
         return 0;
     }
+    if (!ctx->data_plain && ctx->datalen > 0) {
+        if (!ctr_at(ctx, 0, ctx->data, scratch, ctx->datalen)) {
+            OPENSSL_clear_free(scratch, ctx->datalen);
+            return 0;
+        }
+        pt = scratch;
+    }
     /* With no data update, this is the message's first request. */
     r = req_crypt(ctx, ctx->updates == 0, 1, ctx->aad, ctx->aadlen,
-                  ctx->data, scratch, ctx->datalen, tag);
+                  pt, scratch, ctx->datalen, tag);
     OPENSSL_clear_free(scratch, ctx->datalen ? ctx->datalen : 1);
     return r == 1;
 }
