@@ -209,6 +209,8 @@ static void afalg_cipher_close(hwaf_be_cipher *s)
 {
     if (s == NULL)
         return;
+    if (s->op >= 0)
+        hwaf_sys_fd_released();
     if (s->pipe[0] >= 0)
         close(s->pipe[0]);
     if (s->pipe[1] >= 0)
@@ -585,6 +587,8 @@ static void afalg_md_close(hwaf_be_md *s)
 
     if (s == NULL)
         return;
+    if (s->op >= 0)
+        hwaf_sys_fd_released();
     if (s->spare >= 0)
         close(s->spare);
     if (s->op >= 0 && s->keyed) {
@@ -804,6 +808,8 @@ static void afalg_aead_close(hwaf_be_aead *s)
 {
     if (s == NULL)
         return;
+    if (s->op >= 0)
+        hwaf_sys_fd_released();
     if (s->op >= 0)
         close(s->op);
     if (s->tfm >= 0)

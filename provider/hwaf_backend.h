@@ -80,6 +80,16 @@ typedef struct hwaf_impl_st {
     int req_src;          /* where drv.req_max came from: HWAF_SRC_DEFAULT
                            * (the backend's) or HWAF_SRC_CONFIGURED */
     struct hwaf_impl_st *soft; /* software twin, NULL when there is none */
+    /* Back-off after opens failed for want of descriptors (hwaf_soft.c):
+     * failures in a row, opens left to skip, and the process's descriptor
+     * releases and fork generation at the failure; read and written
+     * atomically. */
+    struct {
+        int fails;
+        int skip;
+        unsigned long releases;
+        unsigned int gen;
+    } fd_backoff;
 } hwaf_impl;
 
 /* Where a threshold came from (shown by hwaf-info and in buildinfo). */

@@ -227,6 +227,10 @@ static hwaf_be_cipher *kernel_get(hwaf_cipher_ctx *ctx, int *soft)
     hwaf_open_try t;
 
     *soft = 0;
+    /* short of descriptors a moment ago: the software stream goes on */
+    if ((ctx->be == NULL || ctx->gen != hwaf_fork_generation)
+        && (*soft = hwaf_open_backoff(ctx->impl, ctx->offload)))
+        return NULL;
     if (!sw_stop(ctx))
         return NULL;
     if (ctx->be != NULL && ctx->gen == hwaf_fork_generation)
@@ -249,6 +253,8 @@ static int be_open_or_soft(hwaf_cipher_ctx *ctx)
 {
     hwaf_open_try t;
 
+    if (hwaf_open_backoff(ctx->impl, ctx->offload))
+        return 1;
     hwaf_open_begin(ctx->impl, &t);
     if (be_open(ctx)) {
         hwaf_open_end(ctx->impl, &t);

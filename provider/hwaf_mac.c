@@ -344,6 +344,9 @@ static int go(hwaf_mac_ctx *ctx, int kernel)
         if (ctx->k.be == NULL) {
             hwaf_open_try t;
 
+            /* short of descriptors a moment ago: software, no open */
+            if (hwaf_open_backoff(ctx->impl, ctx->offload))
+                return go(ctx, 0);
             hwaf_open_begin(ctx->impl, &t);
             if (!ctx->impl->be->mac_open(&be, ctx->impl, ctx->key, ctx->keylen)) {
                 /* Out of descriptors or sandboxed: the message in software. */

@@ -133,11 +133,53 @@ void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t)
     t->marked = impl->soft != NULL && hwaf_err_mark(impl->prov);
 }
 
-void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t)
+static void open_done(const hwaf_impl *impl, hwaf_open_try *t)
 {
     if (t->marked)
         hwaf_err_mark_drop(impl->prov, 0);
     t->marked = 0;
+}
+
+void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t)
+{
+    hwaf_impl *m = (hwaf_impl *)impl;
+
+    /* an open that succeeded ends a run of shortages */
+    if (__atomic_load_n(&m->fd_backoff.fails, __ATOMIC_RELAXED) != 0)
+        __atomic_store_n(&m->fd_backoff.fails, 0, __ATOMIC_RELAXED);
+    open_done(impl, t);
+}
+
+int hwaf_open_backoff(const hwaf_impl *impl, int force)
+{
+    /* the implementation's own back-off state, shared by its contexts */
+    hwaf_impl *m = (hwaf_impl *)impl;
+
+    if (__atomic_load_n(&m->fd_backoff.skip, __ATOMIC_RELAXED) <= 0
+        || impl->soft == NULL || force == HWAF_OFFLOAD_KERNEL)
+        return 0;
+    if (__atomic_load_n(&m->fd_backoff.releases, __ATOMIC_RELAXED) != hwaf_sys_fd_releases()
+        || __atomic_load_n(&m->fd_backoff.gen, __ATOMIC_RELAXED) != hwaf_fork_generation) {
+        /* a descriptor came free, or a new process: try again */
+        __atomic_store_n(&m->fd_backoff.skip, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    /* several threads may take the last skip at once: one of them tries */
+    return __atomic_sub_fetch(&m->fd_backoff.skip, 1, __ATOMIC_RELAXED) >= 0;
+}
+
+/* One more open failed for want of descriptors: from the second in a row
+ * (a lasting shortage, not a passing one), skip the next opens. */
+static void backoff_start(const hwaf_impl *impl)
+{
+    hwaf_impl *m = (hwaf_impl *)impl;
+
+    if (__atomic_add_fetch(&m->fd_backoff.fails, 1, __ATOMIC_RELAXED) < 2)
+        return;
+
+    __atomic_store_n(&m->fd_backoff.releases, hwaf_sys_fd_releases(), __ATOMIC_RELAXED);
+    __atomic_store_n(&m->fd_backoff.gen, hwaf_fork_generation, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->fd_backoff.skip, HWAF_FD_BACKOFF, __ATOMIC_RELAXED);
 }
 
 int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force)
@@ -150,16 +192,18 @@ int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force)
                && ((err = hwaf_sys_transient_errno()) == EMFILE || err == ENFILE)) {
         reason = HWAF_FALLBACK_DESCRIPTORS;
     } else {
-        hwaf_open_end(impl, t);
+        open_done(impl, t);
         return 0;
     }
     if (!t->marked || force == HWAF_OFFLOAD_KERNEL) {
-        hwaf_open_end(impl, t);
+        open_done(impl, t);
         return 0;
     }
     hwaf_err_mark_drop(impl->prov, 1);
     t->marked = 0;
     hwaf_stats_add_fallback(reason);
+    if (reason == HWAF_FALLBACK_DESCRIPTORS)
+        backoff_start(impl);
     HWAF_DEBUG("dispatch: %s via %s: %s; served in software instead",
                impl->alg->kname, impl->drv.name,
                reason == HWAF_FALLBACK_SANDBOX ? "sandboxed, no kernel calls"

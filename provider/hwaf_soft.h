@@ -134,14 +134,31 @@ static inline size_t hwaf_hold_threshold(const hwaf_impl *impl, int force)
  *   hwaf_open_try t;
  *   hwaf_open_begin(impl, &t);
  *   ok = impl->be->cipher_open(...);
- *   if (!ok && hwaf_open_fallback(impl, &t, force)) -> use impl->soft
- *   else hwaf_open_end(impl, &t) -> errors, if any, stay raised
+ *   if (ok) hwaf_open_end(impl, &t)
+ *   else if (hwaf_open_fallback(impl, &t, force)) -> use impl->soft
+ *   else -> errors, if any, stay raised
  *
  * hwaf_open_fallback() returns 1 when the failure was such a shortage, the
  * implementation has a software twin and force is not HWAF_OFFLOAD_KERNEL:
  * the errors raised since hwaf_open_begin() are dropped.  Otherwise it
- * returns 0 and the errors stay (hwaf_open_end() is then implied).
+ * returns 0 and the errors stay.  hwaf_open_end() marks a successful open.
  */
+/*
+ * A context short of descriptors does not try the kernel at every
+ * operation: once two opens in a row (no successful one between) failed
+ * with EMFILE or ENFILE and software took over, the implementation's next
+ * HWAF_FD_BACKOFF opens are skipped (the operations go to software without
+ * a system call) until hwaf releases a descriptor of its own or the
+ * process forks; a single passing shortage costs one operation in software.
+ * Per implementation, so per provider instance.  Before hwaf_open_begin():
+ *
+ *   if (hwaf_open_backoff(impl, force)) -> use impl->soft, no open
+ *
+ * Never for a context forced to the kernel, nor without a software twin.
+ */
+#define HWAF_FD_BACKOFF 64
+int hwaf_open_backoff(const hwaf_impl *impl, int force);
+
 typedef struct hwaf_open_try_st {
     unsigned long shortages, refusals;  /* this thread's, at begin */
     int marked;

@@ -249,6 +249,18 @@ int hwaf_sys_transient_errno(void)
     return sys_transient_errno;
 }
 
+static unsigned long sys_fd_releases;
+
+void hwaf_sys_fd_released(void)
+{
+    __atomic_add_fetch(&sys_fd_releases, 1, __ATOMIC_RELAXED);
+}
+
+unsigned long hwaf_sys_fd_releases(void)
+{
+    return __atomic_load_n(&sys_fd_releases, __ATOMIC_RELAXED);
+}
+
 void hwaf_stats_add_soft(size_t bytes)
 {
     __atomic_add_fetch(&stat_soft_ops, 1, __ATOMIC_RELAXED);

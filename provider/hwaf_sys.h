@@ -20,6 +20,14 @@ int hwaf_errno_transient(int err);
 unsigned long hwaf_sys_transient_count(void);
 int hwaf_sys_transient_errno(void);
 
+/*
+ * Descriptors hwaf gave back (a kernel session, hash or AEAD object closed
+ * for good), counted for the whole process: a context that found none free
+ * tries again once this moves (hwaf_open_backoff in hwaf_soft.h).
+ */
+void hwaf_sys_fd_released(void);
+unsigned long hwaf_sys_fd_releases(void);
+
 /* Bumped in every child after fork() (hwaf_fork.c). */
 extern volatile unsigned int hwaf_fork_generation;
 

@@ -910,6 +910,10 @@ private:
     bool set_ = false, full_ = false;
 };
 
+/* Opens an implementation skips after one failed for want of descriptors
+ * (HWAF_FD_BACKOFF, provider/hwaf_soft.h). */
+const int kFdBackoff = 64;
+
 uint64_t fallbacks(const LibCtx &lib)
 {
     uint64_t n = 0;
@@ -1023,23 +1027,108 @@ TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
             ERR_clear_error();
         }
     }
-    /* Descriptors free again: the same contexts reach the kernel. */
+    /* Descriptors free again: the same contexts reach the kernel, at the
+     * latest once the implementation's skipped opens have run out. */
     Counts c1 = counts(*lib_);
     Bytes in(64, 5), out(80), key(16, 6), iv(16, 8);
-    int lo = 0;
+    int lo = 0, tries = 0;
     ASSERT_TRUE(EVP_EncryptInit_ex2(ciphers.back().get(), nullptr, key.data(), iv.data(), nullptr))
         << error_queue_text();
-    ASSERT_TRUE(EVP_EncryptUpdate(ciphers.back().get(), out.data(), &lo, in.data(), (int)in.size()))
-        << error_queue_text();
-    /* A digest stays where its message went: the next one goes there. */
-    ASSERT_TRUE(EVP_DigestInit_ex2(digests.back().get(), mh.get(), nullptr)) << error_queue_text();
-    ASSERT_TRUE(EVP_DigestUpdate(digests.back().get(), in.data(), in.size()));
-    unsigned char dg[64];
-    unsigned int dl = 0;
-    ASSERT_TRUE(EVP_DigestFinal_ex(digests.back().get(), dg, &dl));  /* /dev/crypto hashes at final */
+    for (; tries <= kFdBackoff && counts(*lib_).k_bytes == c1.k_bytes; tries++)
+        ASSERT_TRUE(EVP_EncryptUpdate(ciphers.back().get(), out.data(), &lo, in.data(), (int)in.size()))
+            << error_queue_text();
     Counts c2 = counts(*lib_);
-    EXPECT_EQ(c2.k_bytes - c1.k_bytes, 128u) << "back to the kernel once descriptors are free";
-    EXPECT_EQ(c2.sw_bytes, c1.sw_bytes);
+    EXPECT_EQ(c2.k_bytes - c1.k_bytes, 64u) << "cipher not back in the kernel after " << tries << " updates";
+    /* A digest stays where its message went: the next one goes there. */
+    for (tries = 0; tries <= kFdBackoff && counts(*lib_).k_bytes == c2.k_bytes; tries++) {
+        unsigned char dg[64];
+        unsigned int dl = 0;
+        ASSERT_TRUE(EVP_DigestInit_ex2(digests.back().get(), mh.get(), nullptr)) << error_queue_text();
+        ASSERT_TRUE(EVP_DigestUpdate(digests.back().get(), in.data(), in.size()));
+        ASSERT_TRUE(EVP_DigestFinal_ex(digests.back().get(), dg, &dl));  /* /dev/crypto hashes at final */
+    }
+    EXPECT_EQ(counts(*lib_).k_bytes - c2.k_bytes, 64u) << "digest not back in the kernel after " << tries
+                                                         << " messages";
+}
+
+/*
+ * A context short of descriptors does not try the kernel at every
+ * operation: after two opens failed, the implementation skips its next opens
+ * (the fallback counter counts the opens tried); the bytes stay the default
+ * provider's.  Once hwaf frees descriptors of its own, the next operation
+ * tries again and gets its session.  Over /dev/crypto every session shares
+ * one descriptor: nothing falls back.
+ */
+TEST_F(Dispatch, OutOfDescriptorsBacksOff)
+{
+    use_config("offload_min = 0\n");
+    if (HasFatalFailure())
+        return;
+    CipherPtr h, d;
+    MdPtr mh, md;
+    need_cipher("AES-128-CBC", &h, &d);
+    need_md("SHA2-256", &mh, &md);
+    if (!h || !mh)
+        return;
+    Bytes key = random_bytes(16), iv = random_bytes(16);
+    std::string backend;
+    std::vector<CtxPtr> held;  /* two kernel sessions, freed inside the shortage */
+    for (int i = 0; i < 2; i++) {
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr)) << error_queue_text();
+        backend = ctx_param_str(c.get(), HWAF_PARAM_BACKEND);
+        held.push_back(std::move(c));
+    }
+    const int kOps = 300, kLen = 32;
+    Bytes in = random_bytes(kOps * kLen + 64), out(in.size() + 16), ref(in.size() + 16);
+    FdHog hog(256);
+    ASSERT_TRUE(hog.full()) << "could not use up the descriptors";
+    uint64_t f0 = fallbacks(*lib_);
+    Counts c0 = counts(*lib_);
+    CtxPtr c(EVP_CIPHER_CTX_new()), r(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr)) << error_queue_text();
+    ASSERT_TRUE(EVP_EncryptInit_ex2(r.get(), d.get(), key.data(), iv.data(), nullptr));
+    int lo = 0, lr = 0;
+    for (int i = 0; i < kOps; i++) {
+        ASSERT_TRUE(EVP_EncryptUpdate(c.get(), out.data() + i * kLen, &lo, in.data() + i * kLen, kLen))
+            << "update " << i << ": " << error_queue_text();
+        ASSERT_TRUE(EVP_EncryptUpdate(r.get(), ref.data() + i * kLen, &lr, in.data() + i * kLen, kLen));
+        ASSERT_EQ(lo, lr);
+    }
+    EXPECT_EQ(tohex(out.data(), kOps * kLen), tohex(ref.data(), kOps * kLen));
+    MdCtxPtr m(EVP_MD_CTX_new());
+    for (int i = 0; i < kOps; i++) {
+        Bytes msg(in.begin() + i * kLen, in.begin() + i * kLen + kLen + i % 33), want;
+        unsigned char dg[64];
+        unsigned int dl = 0;
+        ASSERT_TRUE(digest_oneshot(md.get(), msg, &want));
+        ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), mh.get(), nullptr) && EVP_DigestUpdate(m.get(), msg.data(), msg.size())
+                    && EVP_DigestFinal_ex(m.get(), dg, &dl))
+            << "message " << i << ": " << error_queue_text();
+        ASSERT_EQ(tohex(dg, dl), tohex(want)) << "message " << i;
+    }
+    EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
+    uint64_t tried = fallbacks(*lib_) - f0;
+    Counts c1 = counts(*lib_);
+    std::printf("[          ] %s: %d cipher updates and %d digests short of descriptors: %llu opens tried\n",
+                backend.c_str(), kOps, kOps, (unsigned long long)tried);
+    if (backend != "afalg") {
+        EXPECT_EQ(tried, 0u);
+        EXPECT_EQ(c1.sw_bytes, c0.sw_bytes);
+        return;
+    }
+    /* Without the back-off: the init, every update and every message; with
+     * it, two failures in a row, then one try after each 64 skipped. */
+    const uint64_t most = 2 * (2 + (kOps + 1) / (kFdBackoff + 1) + 1);
+    EXPECT_LE(tried, most) << "the kernel was tried at (almost) every operation";
+    EXPECT_GE(tried, 6u) << "the kernel was not tried again after the first failures";
+    EXPECT_GE(c1.sw_bytes - c0.sw_bytes, (uint64_t)kOps * kLen * 2);
+    /* hwaf releases two descriptors: the next update tries and gets them. */
+    held.clear();
+    ASSERT_TRUE(EVP_EncryptUpdate(c.get(), out.data(), &lo, in.data(), 64)) << error_queue_text();
+    ASSERT_TRUE(EVP_EncryptUpdate(r.get(), ref.data(), &lr, in.data(), 64));
+    EXPECT_EQ(tohex(out.data(), lo), tohex(ref.data(), lr));
+    EXPECT_EQ(counts(*lib_).k_bytes - c1.k_bytes, 64u) << "descriptors hwaf released were not tried";
 }
 
 } // namespace
