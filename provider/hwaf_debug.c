@@ -68,12 +68,20 @@ void hwaf_debug_enable(void)
     hwaf_debug_level = 1;
 }
 
+/*
+ * One line, one write(): several processes often share the log (sshd's
+ * children write to the stderr of the process that started them), and a
+ * write of at most PIPE_BUF bytes to a pipe is never interleaved with
+ * another's, where stdio on an unbuffered stderr writes a line in pieces.
+ */
 void hwaf_debug_log(const char *file, int line, const char *func,
                     const char *fmt, ...)
 {
     struct timespec ts;
-    char msg[1024];
+    char msg[1024], out[1536];
     va_list ap;
+    ssize_t w;
+    int n;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -81,7 +89,16 @@ void hwaf_debug_log(const char *file, int line, const char *func,
     if (__atomic_load_n(&debug_quiet, __ATOMIC_RELAXED))
         return;
     clock_gettime(CLOCK_REALTIME, &ts);
-    fprintf(debug_out, "[hwaf %ld.%06ld %d] %s:%d %s(): %s\n",
-            (long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), file, line,
-            func, msg);
+    n = snprintf(out, sizeof(out), "[hwaf %ld.%06ld %d] %s:%d %s(): %s\n",
+                 (long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), file, line,
+                 func, msg);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(out)) {
+        n = (int)sizeof(out) - 1;
+        out[n - 1] = '\n';
+    }
+    fflush(debug_out);
+    w = write(fileno(debug_out), out, (size_t)n);
+    (void)w;
 }
