@@ -8,7 +8,7 @@ OPENSSL=${OPENSSL:-openssl}
 mib=${HWAF_APPS_MIB:-256}
 size=$((mib * 1024 * 1024))
 ver=$($OPENSSL version | awk '{ print $2 }')
-head -c "$size" /dev/urandom >"$tmp/data" || { bad "cannot make $mib MiB of data"; finish; }
+random_file "$tmp/data" "$size" || { bad "cannot make $mib MiB of data"; finish; }
 
 enc() { # CIPHER KEY IV LABEL CNF OUT [-d]
     with "$5" "$4" $OPENSSL enc "-$1" -K "$2" -iv "$3" ${7:-} -in "$tmp/${8:-data}" -out "$6"

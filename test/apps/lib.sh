@@ -98,6 +98,14 @@ default = default_sect
 activate = 1
 CNF
 
+# random_file FILE BYTES: BYTES random bytes from OpenSSL's generator with
+# the default provider alone (the guest's /dev/urandom gives ~5 MB/s under
+# TCG, `openssl rand` several times that).
+random_file() {
+    OPENSSL_CONF=$tmp/default.cnf ${OPENSSL:-openssl} rand -out "$1" "$2" &&
+        [ "$(wc -c <"$1")" -eq "$2" ]
+}
+
 # with CNF LABEL CMD...: run CMD with OPENSSL_CONF=$tmp/CNF.cnf, hwaf's
 # records in $tmp/stats.LABEL (fresh), wall time in seconds in $tmp/time.LABEL.
 with() {

@@ -21,7 +21,7 @@ curlver=$(curl --version | awk 'NR == 1 { print $2 }')
 port=$((20000 + $$ % 20000))
 [ "${HWAF_GUEST:-0}" != 1 ] || ip link set lo up 2>/dev/null
 
-head -c $((big_mib * 1024 * 1024)) /dev/urandom >"$tmp/data.big" || { bad "cannot make $big_mib MiB of data"; finish; }
+random_file "$tmp/data.big" $((big_mib * 1024 * 1024)) || { bad "cannot make $big_mib MiB of data"; finish; }
 OPENSSL_CONF=$tmp/default.cnf $OPENSSL req -x509 -newkey rsa:2048 -nodes -days 2 \
     -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
     -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>"$tmp/err" ||
