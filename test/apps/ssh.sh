@@ -6,7 +6,11 @@
 # sshd's sandboxed pre-authentication child cannot make kernel calls: hwaf
 # must fall back to software there (counted in its record, no process
 # killed by SIGSYS) while the session process after authentication carries
-# the transfer through the kernel.  docs/apps.md explains.
+# the transfer through the kernel.  OpenSSH 10 runs the server as three
+# programs (sshd listens, sshd-session serves a connection and forks its
+# session process, the sandboxed sshd-auth authenticates), 9.2 as sshd
+# alone: the server's records are those of every program named sshd*.
+# docs/apps.md explains.
 # Needs root; runs in a private mount namespace with a tmpfs on /run (sshd's
 # privilege separation directory; the guest's root is read-only).
 if [ -z "${HWAF_APPS_UNSHARED:-}" ]; then
@@ -41,7 +45,7 @@ Subsystem sftp internal-sftp
 LogLevel ${HWAF_APPS_SSHD_LOGLEVEL:-INFO}
 ${HWAF_APPS_SSHD_EXTRA:-}
 CFG
-head -c "$size" /dev/urandom >"$tmp/data"
+random_file "$tmp/data" "$size" || { bad "cannot make $mib MiB of data"; finish; }
 
 sshd_pid=
 cat_pid=
@@ -106,6 +110,18 @@ kills() { dmesg 2>/dev/null | grep -c 'sig=31' || true; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 ppb() { awk -v b="$1" -v p="$size" 'BEGIN { printf "%.2f", b / p }'; }
 kb() { awk -v b="$1" 'BEGIN { printf "%.1f kB", b / 1e3 }'; }
+server='sshd*'
+# by_program LABEL PROG: the kernel bytes of run LABEL per program (record
+# files hwaf-stats.<program>.<pid>), e.g. "sshd 512, sshd-session 33554432"
+by_program() {
+    for _f in "$tmp/stats.$1"/hwaf-stats.$2.*; do
+        [ -s "$_f" ] || continue
+        _n=${_f##*/hwaf-stats.}
+        echo "${_n%.*} $(tail -n 1 "$_f")"
+    done | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "=")
+                    if (kv[1] == "afalg_bytes" || kv[1] == "devcrypto_bytes") b[$1] += kv[2] } }
+                END { for (n in b) printf "%s %.0f\n", n, b[n] }' | sort | paste -sd, - | sed 's/,/, /g'
+}
 for c in aes128-ctr aes256-ctr; do
     section "scp -c $c, hwaf in the client and in sshd"
     k0=$(kills)
@@ -127,7 +143,7 @@ for c in aes128-ctr aes256-ctr; do
     carried "scp -c $c, hwaf in sshd: client, download" "both.down.$c" "$size" ssh
     # The server: the session process after authentication carries both
     # transfers through the kernel (cipher and MAC: >= 2x the payload).
-    carried "scp -c $c, hwaf in sshd: server, both transfers" "sshd.hwaf.$c" $((2 * size)) sshd
+    carried "scp -c $c, hwaf in sshd: server, both transfers" "sshd.hwaf.$c" $((2 * size)) "$server"
     # The sandboxed pre-authentication children (one per connection) cannot
     # write their records; their unload lines in the debug log (a pipe)
     # give their software work and the fallbacks, logged with the reason.
@@ -136,8 +152,8 @@ for c in aes128-ctr aes256-ctr; do
     set -- $(sed -n 's/.*unload: .* software [0-9]* ops \([0-9]*\) bytes, fallbacks [0-9]* descriptors \([0-9]*\) sandbox.*/\1 \2/p' "$log" |
         awk '$2 > 0 { sb += $1; fb += $2; n++ } END { printf "%.0f %d %d\n", sb, fb, n }')
     sb=$1 fb=$2 nchild=$3
-    kb=$(hwaf_bytes "sshd.hwaf.$c" sshd)
-    sb=$((sb + $(hwaf_sum "sshd.hwaf.$c" sshd software_bytes)))
+    kb=$(hwaf_bytes "sshd.hwaf.$c" "$server")
+    sb=$((sb + $(hwaf_sum "sshd.hwaf.$c" "$server" software_bytes)))
     if [ "$nchild" -ge 2 ] && [ "$nf" -ge "$fb" ] && [ "$fb" -gt 0 ]; then
         ok "scp -c $c, hwaf in sshd: $nchild sandboxed children served in software ($fb fallbacks logged, $sb bytes)"
     else
@@ -145,7 +161,8 @@ for c in aes128-ctr aes256-ctr; do
         grep 'unload:\|served in software' "$log" | head -8 | sed 's/^/      /'
     fi
     share=$(awk -v k="$kb" -v s="$sb" 'BEGIN { if (k + s > 0) printf "%.2f", 100 * k / (k + s); else print 0 }')
-    echo "# sshd: $kb bytes through the kernel, $sb in software ($fb fallbacks): $share % kernel"
+    echo "# sshd: $kb bytes through the kernel, $sb in software ($fb fallbacks): $share % kernel;" \
+        "by program: $(by_program "sshd.hwaf.$c" "$server")"
     row "scp -c $c, $mib MiB, hwaf in the client and sshd" "$ver" "openssl.cnf, both ends" \
         "both.$c" "up.$c.ref" "$size" ">= 1" "" \
         "sshd, both copies: $(mb "$kb") through the kernel, $(ppb "$kb") per payload byte (test: >= 2), $(kb "$sb") in software (sandboxed pre-auth children, $fb fallbacks): $share % kernel"
