@@ -16,6 +16,12 @@
 #          (make-root --lookup): the guest sees the cache read-only.
 #        test/openssl-3.5.sh root
 #          print the root's directory (made when needed)
+#        test/openssl-3.5.sh apps LINE APP...
+#          (inside the root, under run) the application tests
+#          test/apps/APP.sh one after the other in one guest boot, each to
+#          its end whatever the others did, scratch data on the guest's
+#          tmpfs, their table rows labelled LINE (the guest's kernel line);
+#          fails when one failed
 #
 # A missing root or build fails the run with a message naming the cause.
 set -euo pipefail
@@ -30,14 +36,25 @@ packages=(build-essential cmake pkg-config libssl-dev openssl libgtest-dev
     libkcapi-dev libfuse3-dev fuse3 openvpn openssh-server openssh-client curl
     iproute2 python3 procps util-linux mawk diffutils)
 
-usage() { sed -n '2,19s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2; }
 [ $# -ge 1 ] || usage
 what=$1
 shift
 case $what in
 root) exec "$tools/make-root" --print "$suite" "${packages[@]}" ;;
+apps)
+    [ $# -ge 2 ] || usage
+    line=$1
+    shift
+    rc=0
+    for app in "$@"; do
+        echo "## test/apps/$app.sh"
+        HWAF_GUEST=1 HWAF_GUEST_KERNEL=$line sh "$src/test/apps/$app.sh" || rc=1
+    done
+    exit $rc
+    ;;
 build | run) [ $# -ge 1 ] || usage ;;
-*) echo "openssl-3.5.sh: unknown action '$what' (build, run or root)" >&2; exit 2 ;;
+*) echo "openssl-3.5.sh: unknown action '$what' (build, run, root or apps)" >&2; exit 2 ;;
 esac
 build=$1
 shift
