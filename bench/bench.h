@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <openssl/core.h>
 
 #define BENCH_NAME_MAX 48
 #define BENCH_DRIVER_MAX 128
@@ -115,8 +116,11 @@ void bench_open_bare_cryptodev(bench_set *s, const bench_alg *a);
 #define BENCH_AEAD_AAD_LEN 13          /* a TLS record header's worth */
 #define BENCH_AEAD_AAD (bench_key + 32) /* ...of fixed bytes */
 int bench_aead_mac_offered(const bench_alg *a, const char *propq);
+/* init: NULL, or one parameter given at the first init and kept by the
+ * context (hwaf-offload for hwaf's forced lines). */
 bench_inst *bench_open_aead_mac(bench_set *s, const bench_alg *a, const char *name,
-                                const char *propq, bench_family fam);
+                                const char *propq, bench_family fam,
+                                const OSSL_PARAM *init);
 int bench_reference_aead_mac(const bench_alg *a, const unsigned char *in, size_t len,
                              unsigned char *out);
 

@@ -128,7 +128,8 @@ int bench_aead_mac_offered(const bench_alg *a, const char *propq)
 }
 
 bench_inst *bench_open_aead_mac(bench_set *s, const bench_alg *a, const char *name,
-                                const char *propq, bench_family fam)
+                                const char *propq, bench_family fam,
+                                const OSSL_PARAM *init)
 {
     evp_am_st *st = calloc(1, sizeof(*st));
     char why[BENCH_WHY_MAX];
@@ -142,12 +143,15 @@ bench_inst *bench_open_aead_mac(bench_set *s, const bench_alg *a, const char *na
         st->cipher = EVP_CIPHER_fetch(NULL, a->name, propq);
         st->cctx = EVP_CIPHER_CTX_new();
         ok = st->cipher != NULL && st->cctx != NULL
-            && EVP_EncryptInit_ex2(st->cctx, st->cipher, bench_key, bench_iv, NULL);
+            && EVP_EncryptInit_ex2(st->cctx, st->cipher, bench_key, bench_iv, init);
     } else {
         OSSL_PARAM p[] = {
             OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)mac_digest(a), 0),
-            OSSL_PARAM_END
+            OSSL_PARAM_END, OSSL_PARAM_END
         };
+
+        if (init != NULL)
+            p[1] = init[0];
 
         st->mac = EVP_MAC_fetch(NULL, "HMAC", propq);
         st->mctx = st->mac != NULL ? EVP_MAC_CTX_new(st->mac) : NULL;
@@ -194,7 +198,7 @@ int bench_reference_aead_mac(const bench_alg *a, const unsigned char *in, size_t
     int ok;
 
     memset(&s, 0, sizeof(s));
-    inst = bench_open_aead_mac(&s, a, "reference", "provider=default", BENCH_FAM_SOFTWARE);
+    inst = bench_open_aead_mac(&s, a, "reference", "provider=default", BENCH_FAM_SOFTWARE, NULL);
     if (inst == NULL)
         return 0;
     ok = inst->ops->op(inst->st, in, out, len, why, sizeof(why));

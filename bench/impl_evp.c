@@ -352,7 +352,8 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
         init[0] = OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &offload);
 
     if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC) {
-        inst = bench_open_aead_mac(s, a, name, propq, fam);
+        inst = bench_open_aead_mac(s, a, name, propq, fam,
+                                   offload != BENCH_OFFLOAD_UNSET ? init : NULL);
         if (inst != NULL)
             inst->counter = counter;
         return;
@@ -490,7 +491,8 @@ void bench_open_hwaf(bench_set *s, const bench_alg *a)
     /* hwaf as an application that prefers it gets it: whichever
      * implementation "provider=hwaf" fetches, in its default mode (each
      * operation to the kernel or to software by the implementation's
-     * threshold).  GCM and HMAC have no software path: no line of their own. */
+     * threshold).  GCM and HMAC: no such line yet (their hwaf lines are
+     * forced to the kernel like the others). */
     if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC)
         return;
     if (prov_hwaf == NULL || !hwaf_offers(a, "provider=" HWAF_PROVIDER_NAME))
