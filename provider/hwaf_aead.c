@@ -819,37 +819,24 @@ static int aead_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outs
 
 /* ---- parameters ---- */
 
-static int set_octets(OSSL_PARAM *p, const void *v, size_t len)
-{
-    if (p->data_type == OSSL_PARAM_OCTET_PTR)
-        return OSSL_PARAM_set_octet_ptr(p, v, len);
-    return OSSL_PARAM_set_octet_string(p, v, len);
-}
-
 static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_aead_ctx *ctx = vctx;
     OSSL_PARAM *p;
 
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, HWAF_GCM_IV))
-        return hwaf_param_failed(PROV(ctx), p->key);
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, ctx->keylen))
-        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->taglen ? ctx->taglen : HWAF_GCM_TAG))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL) {
         if (!ctx->iv_set || p->data_size < HWAF_GCM_IV)
             return hwaf_param_failed(PROV(ctx), p->key);
-        if (!set_octets(p, ctx->iv, HWAF_GCM_IV))
+        if (!hwaf_set_octets(p, ctx->iv, HWAF_GCM_IV))
             return hwaf_param_failed(PROV(ctx), p->key);
     }
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL) {
         if (!ctx->iv_set || p->data_size < HWAF_GCM_IV)
             return hwaf_param_failed(PROV(ctx), p->key);
-        if (!set_octets(p, ctx->iv, HWAF_GCM_IV))
+        if (!hwaf_set_octets(p, ctx->iv, HWAF_GCM_IV))
             return hwaf_param_failed(PROV(ctx), p->key);
     }
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
@@ -867,9 +854,6 @@ static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD)) != NULL
         && !OSSL_PARAM_set_size_t(p, HWAF_GCM_TAG))
         return hwaf_param_failed(PROV(ctx), p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
-        && !OSSL_PARAM_set_int(p, ctx->offload))
-        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN)) != NULL) {
         /* The IV for the next record: the invocation field moves on. */
         size_t n = p->data_size;
@@ -884,7 +868,8 @@ static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
         for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)
             ;
     }
-    return hwaf_impl_get_params(ctx->impl, params);
+    return hwaf_cipher_ctx_get_common(ctx->impl, params, ctx->keylen, HWAF_GCM_IV,
+                                      ctx->offload);
 }
 
 static const OSSL_PARAM aead_known_gettable_ctx_params[] = {
@@ -962,9 +947,7 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL)
         return 1;
-    /* Takes effect at the next message. */
-    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
-        && !hwaf_offload_param(PROV(ctx), p, &ctx->offload))
+    if (!hwaf_cipher_ctx_set_common(ctx->impl, params, &ctx->offload))
         return 0;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
         if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data_size == 0
@@ -984,15 +967,6 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         if (sz != HWAF_GCM_IV) {
             HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
                        "%zu bytes; the kernel's gcm(aes) takes %d", sz, HWAF_GCM_IV);
-            return 0;
-        }
-    }
-    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
-        if (!OSSL_PARAM_get_size_t(p, &sz))
-            return hwaf_param_failed(PROV(ctx), p->key);
-        if (sz != ctx->impl->alg->keylen) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH, "%zu bytes, expected %u",
-                       sz, ctx->impl->alg->keylen);
             return 0;
         }
     }

@@ -1003,24 +1003,11 @@ static int cipher_cipher(void *vctx, unsigned char *out, size_t *outl,
 
 /* ---- parameters ---- */
 
-static int set_octets(OSSL_PARAM *p, const void *v, size_t len)
-{
-    if (p->data_type == OSSL_PARAM_OCTET_PTR)
-        return OSSL_PARAM_set_octet_ptr(p, v, len);
-    return OSSL_PARAM_set_octet_string(p, v, len);
-}
-
 static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_cipher_ctx *ctx = vctx;
     OSSL_PARAM *p;
 
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, ALG(ctx)->ivlen))
-        return hwaf_param_failed(PROV(ctx), p->key);
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, ctx->keylen))
-        return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_PADDING)) != NULL
         && !OSSL_PARAM_set_uint(p, (unsigned int)ctx->pad))
         return hwaf_param_failed(PROV(ctx), p->key);
@@ -1028,18 +1015,16 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && !OSSL_PARAM_set_uint(p, ctx->num))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL
-        && !set_octets(p, ctx->oiv, ALG(ctx)->ivlen))
+        && !hwaf_set_octets(p, ctx->oiv, ALG(ctx)->ivlen))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
-        && (!sw_peek(ctx) || !set_octets(p, ctx->iv, ALG(ctx)->ivlen)))
+        && (!sw_peek(ctx) || !hwaf_set_octets(p, ctx->iv, ALG(ctx)->ivlen)))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC)) != NULL
         && !OSSL_PARAM_set_octet_ptr(p, ctx->tlsmac, ctx->tlsmacsize))
         return hwaf_param_failed(PROV(ctx), p->key);
-    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
-        && !OSSL_PARAM_set_int(p, ctx->offload))
-        return hwaf_param_failed(PROV(ctx), p->key);
-    return hwaf_impl_get_params(ctx->impl, params);
+    return hwaf_cipher_ctx_get_common(ctx->impl, params, ctx->keylen, ALG(ctx)->ivlen,
+                                      ctx->offload);
 }
 
 static const OSSL_PARAM cipher_known_gettable_ctx_params[] = {
@@ -1074,21 +1059,7 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL)
         return 1;
-    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
-        size_t keylen;
-
-        if (!OSSL_PARAM_get_size_t(p, &keylen)) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "keylen");
-            return 0;
-        }
-        if (keylen != ALG(ctx)->keylen) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_KEY_LENGTH,
-                       "%zu bytes, this cipher takes %u", keylen, ALG(ctx)->keylen);
-            return 0;
-        }
-    }
-    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
-        && !hwaf_offload_param(PROV(ctx), p, &ctx->offload))
+    if (!hwaf_cipher_ctx_set_common(ctx->impl, params, &ctx->offload))
         return 0;
     if (ALG(ctx)->mode == HWAF_MODE_XTS)
         return 1;

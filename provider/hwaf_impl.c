@@ -22,6 +22,54 @@ int hwaf_param_failed(const hwaf_prov *prov, const char *name)
     return 0;
 }
 
+int hwaf_set_octets(OSSL_PARAM *p, const void *v, size_t len)
+{
+    if (p->data_type == OSSL_PARAM_OCTET_PTR)
+        return OSSL_PARAM_set_octet_ptr(p, v, len);
+    return OSSL_PARAM_set_octet_string(p, v, len);
+}
+
+int hwaf_cipher_ctx_get_common(const hwaf_impl *impl, OSSL_PARAM params[], size_t keylen,
+                               size_t ivlen, int offload)
+{
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, ivlen))
+        return hwaf_param_failed(impl->prov, p->key);
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
+        && !OSSL_PARAM_set_size_t(p, keylen))
+        return hwaf_param_failed(impl->prov, p->key);
+    if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !OSSL_PARAM_set_int(p, offload))
+        return hwaf_param_failed(impl->prov, p->key);
+    return hwaf_impl_get_params(impl, params);
+}
+
+int hwaf_cipher_ctx_set_common(const hwaf_impl *impl, const OSSL_PARAM params[],
+                               int *offload)
+{
+    const OSSL_PARAM *p;
+    size_t keylen;
+
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL) {
+        if (!OSSL_PARAM_get_size_t(p, &keylen)) {
+            HWAF_RAISE(impl->prov, HWAF_R_INVALID_PARAMETER, "keylen");
+            return 0;
+        }
+        if (keylen != impl->alg->keylen) {
+            HWAF_RAISE(impl->prov, HWAF_R_INVALID_KEY_LENGTH,
+                       "%zu bytes, this cipher takes %u", keylen, impl->alg->keylen);
+            return 0;
+        }
+    }
+    /* Takes effect at the next operation or message. */
+    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
+        && !hwaf_offload_param(impl->prov, p, offload))
+        return 0;
+    return 1;
+}
+
 void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size)
 {
     hwaf_prov *prov = provctx;

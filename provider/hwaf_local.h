@@ -146,6 +146,17 @@ void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size);
 int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[]);
 /* HWAF_PARAM_OFFLOAD's value into *offload, range-checked (error raised). */
 int hwaf_offload_param(const hwaf_prov *prov, const OSSL_PARAM *p, int *offload);
+/*
+ * What a cipher context, plain or AEAD, answers and takes alike (hwaf_impl.c):
+ * get keylen, ivlen and hwaf-offload, then hwaf_impl_get_params(); set:
+ * keylen refused unless it is the cipher's, hwaf-offload into *offload.
+ * hwaf_set_octets() fills an octet string or octet pointer parameter.
+ */
+int hwaf_cipher_ctx_get_common(const hwaf_impl *impl, OSSL_PARAM params[], size_t keylen,
+                               size_t ivlen, int offload);
+int hwaf_cipher_ctx_set_common(const hwaf_impl *impl, const OSSL_PARAM params[],
+                               int *offload);
+int hwaf_set_octets(OSSL_PARAM *p, const void *v, size_t len);
 /* The algorithm parameters of a cipher, plain or AEAD (mode, aead,
  * custom-iv, keylen, ivlen, blocksize, ...), and their gettable list. */
 int hwaf_cipher_alg_params(const hwaf_alg *alg, OSSL_PARAM params[]);
