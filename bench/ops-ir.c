@@ -9,6 +9,12 @@
  *
  * gives the instructions of 1.1 N operations ("Collected").  Built by hand:
  * cc -O2 -o ops-ir bench/ops-ir.c -lcrypto (docs/benchmark.md).
+ *
+ * AES-128-GCM seals one message per operation as hwaf-bench does (init with
+ * the IV, 13 bytes of AAD, the data, final, tag); through hwaf with
+ * hwaf-offload = 1, the kernel path.  PROPQUERY "bare-afalg": the same
+ * message through a bare AF_ALG aead socket (sendmsg + readv), the user
+ * space a kernel request cannot do with less.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +22,61 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
+#include <openssl/core_names.h>
+#include <linux/if_alg.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 static unsigned char in[1 << 20], out[(1 << 20) + 64];
+static unsigned char gcm_iv[12], aad[13];
+static int gcm, bare_op = -1;
+
+static int bare_gcm(size_t len)
+{
+    char cbuf[CMSG_SPACE(4) + CMSG_SPACE(sizeof(struct af_alg_iv) + 12) + CMSG_SPACE(4)] = { 0 };
+    struct msghdr msg = { 0 };
+    struct cmsghdr *h;
+    struct af_alg_iv *aiv;
+    struct iovec tx[2] = { { aad, sizeof(aad) }, { in, len } };
+    unsigned char scratch[sizeof(aad)];
+    struct iovec rx[2] = { { scratch, sizeof(scratch) }, { out, len + 16 } };
+
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof(cbuf);
+    msg.msg_iov = tx;
+    msg.msg_iovlen = 2;
+    h = CMSG_FIRSTHDR(&msg);
+    h->cmsg_level = SOL_ALG;
+    h->cmsg_type = ALG_SET_OP;
+    h->cmsg_len = CMSG_LEN(4);
+    *(unsigned int *)CMSG_DATA(h) = ALG_OP_ENCRYPT;
+    h = CMSG_NXTHDR(&msg, h);
+    h->cmsg_level = SOL_ALG;
+    h->cmsg_type = ALG_SET_IV;
+    h->cmsg_len = CMSG_LEN(sizeof(struct af_alg_iv) + 12);
+    aiv = (struct af_alg_iv *)CMSG_DATA(h);
+    aiv->ivlen = 12;
+    memcpy(aiv->iv, gcm_iv, 12);
+    h = CMSG_NXTHDR(&msg, h);
+    h->cmsg_level = SOL_ALG;
+    h->cmsg_type = ALG_SET_AEAD_ASSOCLEN;
+    h->cmsg_len = CMSG_LEN(4);
+    *(unsigned int *)CMSG_DATA(h) = sizeof(aad);
+    return sendmsg(bare_op, &msg, 0) == (ssize_t)(sizeof(aad) + len)
+           && readv(bare_op, rx, 2) == (ssize_t)(sizeof(aad) + len + 16);
+}
+
+static int seal(EVP_CIPHER_CTX *c, size_t len)
+{
+    int ol, fl;
+
+    return EVP_EncryptInit_ex(c, NULL, NULL, NULL, gcm_iv)
+           && EVP_EncryptUpdate(c, NULL, &ol, aad, sizeof(aad))
+           && EVP_EncryptUpdate(c, out, &ol, in, (int)len)
+           && EVP_EncryptFinal_ex(c, out + ol, &fl)
+           && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, out + len) > 0;
+}
 
 __attribute__((noinline)) int run_ops(EVP_CIPHER_CTX *c, EVP_MD_CTX *m, const EVP_MD *md,
                                       size_t len, long n)
@@ -27,7 +86,13 @@ __attribute__((noinline)) int run_ops(EVP_CIPHER_CTX *c, EVP_MD_CTX *m, const EV
     long i;
 
     for (i = 0; i < n; i++) {
-        if (c != NULL) {
+        if (bare_op >= 0) {
+            if (!bare_gcm(len))
+                return 0;
+        } else if (gcm) {
+            if (!seal(c, len))
+                return 0;
+        } else if (c != NULL) {
             if (!EVP_EncryptUpdate(c, out, &ol, in, (int)len))
                 return 0;
         } else if (!EVP_DigestInit_ex2(m, md, NULL) || !EVP_DigestUpdate(m, in, len)
@@ -57,9 +122,29 @@ int main(int argc, char **argv)
         ERR_print_errors_fp(stderr);
         return 2;
     }
-    if ((ci = EVP_CIPHER_fetch(NULL, argv[1], argv[2])) != NULL) {
+    gcm = strstr(argv[1], "GCM") != NULL;
+    if (strcmp(argv[2], "bare-afalg") == 0) {
+        struct sockaddr_alg sa = { .salg_family = AF_ALG, .salg_type = "aead",
+                                   .salg_name = "gcm(aes)" };
+        int t = socket(AF_ALG, SOCK_SEQPACKET, 0);
+
+        if (t < 0 || bind(t, (struct sockaddr *)&sa, sizeof(sa)) != 0
+            || setsockopt(t, SOL_ALG, ALG_SET_KEY, key, 16) != 0
+            || setsockopt(t, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, 16) != 0
+            || (bare_op = accept(t, NULL, 0)) < 0) {
+            perror("AF_ALG gcm(aes)");
+            return 3;
+        }
+        ci = NULL;
+        printf("%s bare AF_ALG\n", argv[1]);
+    } else if ((ci = EVP_CIPHER_fetch(NULL, argv[1], argv[2])) != NULL) {
+        int force = 1;
+        OSSL_PARAM p[] = { OSSL_PARAM_construct_int("hwaf-offload", &force),
+                           OSSL_PARAM_construct_end() };
+
         c = EVP_CIPHER_CTX_new();
-        if (c == NULL || !EVP_EncryptInit_ex2(c, ci, key, iv, NULL))
+        if (c == NULL || !EVP_EncryptInit_ex2(c, ci, key, iv,
+                                              strstr(argv[2], "hwaf") != NULL ? p : NULL))
             return 3;
         EVP_CIPHER_CTX_set_padding(c, 0);
         printf("%s from %s\n", argv[1], OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(ci)));
