@@ -104,9 +104,17 @@ static void mac_freectx(void *vctx)
 
 static int set_key(hwaf_mac_ctx *ctx, const unsigned char *key, size_t keylen)
 {
-    unsigned char *k = OPENSSL_malloc(keylen ? keylen : 1);
+    unsigned char *k;
 
-    if (k == NULL) {
+    /* The same key again (OpenVPN passes it with every packet's init): the
+     * kernel and software objects keyed with it stay; as with a new key,
+     * the message starts again at the next init, which resets them. */
+    if (ctx->key_set && ctx->impl != NULL && keylen == ctx->keylen
+        && (keylen == 0 || CRYPTO_memcmp(ctx->key, key, keylen) == 0)) {
+        ctx->inited = 0;
+        return 1;
+    }
+    if ((k = OPENSSL_malloc(keylen ? keylen : 1)) == NULL) {
         HWAF_RAISE(ctx->prov, HWAF_R_MALLOC_FAILURE, NULL);
         return 0;
     }

@@ -627,6 +627,40 @@ TEST_P(HmacDiff, KeysSplitsCopiesReinit)
     }
 }
 
+/*
+ * OpenVPN's pattern: every message starts with an init that passes the
+ * digest and the key as parameters, mostly the same key, sometimes another
+ * one, sometimes mid-message (the message then restarts at the init, as in
+ * the default provider), with and without a hold-back across sizes.
+ */
+TEST_P(HmacDiff, KeyAgainWithEveryInit)
+{
+    MacPtr h = hwaf_hmac(), d = default_hmac();
+    if (!h)
+        return;
+    const char *md = GetParam();
+    Bytes keys[3] = {random_bytes(32), random_bytes(32), random_bytes(20)};
+    MacCtxPtr x[2] = {MacCtxPtr(EVP_MAC_CTX_new(h.get())), MacCtxPtr(EVP_MAC_CTX_new(d.get()))};
+    for (int i = 0; i < 60; i++) {
+        const Bytes &key = keys[i % 7 == 6 ? 1 + i % 2 : 0];
+        Bytes data = random_bytes((size_t)(i * 37 % 1500)), junk = random_bytes(40);
+        std::string r[2];
+        for (int k = 0; k < 2; k++) {
+            OSSL_PARAM p[] = {OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)md, 0),
+                              OSSL_PARAM_octet_string(OSSL_MAC_PARAM_KEY, (void *)key.data(), key.size()),
+                              OSSL_PARAM_END};
+            if (i % 5 == 4) {  /* a message begun, then abandoned by the next init */
+                ASSERT_TRUE(EVP_MAC_init(x[k].get(), nullptr, 0, p) && EVP_MAC_update(x[k].get(), junk.data(), junk.size()))
+                    << error_queue_text();
+            }
+            ASSERT_TRUE(EVP_MAC_init(x[k].get(), nullptr, 0, p)) << error_queue_text();
+            ASSERT_TRUE(EVP_MAC_update(x[k].get(), data.data(), data.size())) << error_queue_text();
+            r[k] = fin(x[k].get());
+        }
+        EXPECT_EQ(r[0], r[1]) << md << " message " << i;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Hmac, HmacDiff, ::testing::ValuesIn(kHmacDigests),
                          [](const ::testing::TestParamInfo<const char *> &i) { return test_name(i.param); });
 
