@@ -234,8 +234,10 @@ void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
 void hwaf_stats_get_kind(hwaf_kind kind, uint64_t *ops, uint64_t *bytes);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */
 void hwaf_stats_add_spliced(size_t bytes);
-/* Work computed in software by size-aware dispatch (hwaf_soft.c). */
+/* Work computed in software by size-aware dispatch (hwaf_soft.c); _n: ops
+ * operations of bytes in all, counted by a context and added up later. */
 void hwaf_stats_add_soft(size_t bytes);
+void hwaf_stats_add_soft_n(uint64_t ops, uint64_t bytes);
 void hwaf_stats_get_soft(uint64_t *ops, uint64_t *bytes);
 /* Kernel objects that could not be had, whose work software took over
  * (hwaf_open_fallback in hwaf_soft.h), by reason. */

@@ -32,6 +32,19 @@ typedef struct hwaf_cipher_ctx_st {
     int sw_live;                    /* sw's stream holds the running state:
                                      * iv (CBC, CTR) and buf (CTR) are stale */
     int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
+    /* The fast path (cipher_update): an update of inl bytes with
+     * inl - fast_lo < fast_span and no bits of fast_mask goes straight to
+     * the running software stream.  Worked out by fast_set() after every
+     * call that can change what it depends on; fast_span 0: never. */
+    size_t fast_lo, fast_span, fast_mask;
+    OSSL_FUNC_cipher_cipher_fn *fast_fn; /* hwaf_soft_cipher_direct() */
+    void *fast_c;
+    int fast_ctr;                   /* CTR: num moves */
+    /* Software work of the fast path, added to the process's counters at
+     * the context's next other call or free; tally_gen: the fork
+     * generation they were done in (a child leaves its parent's to it). */
+    uint64_t tally_ops, tally_bytes;
+    unsigned int tally_gen;
     unsigned char key[HWAF_MAX_KEY];
     size_t keylen;
     int key_set;
@@ -176,6 +189,53 @@ static int sw_peek(hwaf_cipher_ctx *ctx)
     if (!ctx->sw_live || ALG(ctx)->mode == HWAF_MODE_XTS)
         return 1;
     return hwaf_soft_cipher_iv(ctx->sw, sw_dir(ctx), ctx->iv);
+}
+
+/* The fast path's counts into the process's counters (in the process
+ * that did the work: a child finds its parent's here and leaves them). */
+static void tally_fold(hwaf_cipher_ctx *ctx)
+{
+    if (ctx->tally_ops != 0 && ctx->tally_gen == hwaf_fork_generation)
+        hwaf_stats_add_soft_n(ctx->tally_ops, ctx->tally_bytes);
+    ctx->tally_ops = ctx->tally_bytes = 0;
+    ctx->tally_gen = hwaf_fork_generation;
+}
+
+/*
+ * After any call but a fast update: the updates the running software stream
+ * can take as they are, nothing held back here (CBC: no partial block, and
+ * not a decryption that keeps its last block for the padding), no TLS
+ * record, below the threshold; the common case of a context below its
+ * threshold.  The fast path's counts are added up here too.
+ */
+static void fast_set(hwaf_cipher_ctx *ctx)
+{
+    const hwaf_alg *alg = ALG(ctx);
+    size_t hi;
+
+    tally_fold(ctx);
+    ctx->fast_span = 0;
+    ctx->fast_lo = 1;
+    ctx->fast_mask = 0;
+    ctx->fast_ctr = alg->mode == HWAF_MODE_CTR;
+    if (!ctx->sw_live || ctx->finalised || ctx->failed || ctx->offload == HWAF_OFFLOAD_KERNEL)
+        return;
+    hwaf_soft_cipher_direct(ctx->sw, sw_dir(ctx), &ctx->fast_fn, &ctx->fast_c);
+    hi = ctx->offload == HWAF_OFFLOAD_SOFTWARE ? SIZE_MAX : ctx->impl->offload_min;
+    switch (alg->mode) {
+    case HWAF_MODE_CBC:
+        if (ctx->bufsz != 0 || (!ctx->enc && ctx->pad) || ctx->tlsversion != 0)
+            return;
+        ctx->fast_mask = BLK - 1;
+        break;
+    case HWAF_MODE_CTR:
+        break;
+    default:
+        ctx->fast_lo = BLK;
+        if (hi > XTS_MAX_UNIT + 1)
+            hi = XTS_MAX_UNIT + 1;
+    }
+    ctx->fast_span = hi > ctx->fast_lo ? hi - ctx->fast_lo : 0;
 }
 
 /* Size-aware dispatch: 1 when an operation of n bytes is computed in software. */
@@ -558,6 +618,7 @@ static void cipher_freectx(void *vctx)
     /* A child must not tear down what its parent still uses. */
     be_drop(ctx, ctx->gen != hwaf_fork_generation);
     sw_drop(ctx);
+    tally_fold(ctx);
     OPENSSL_free(ctx->tlsmac);
     OPENSSL_clear_free(ctx, sizeof(*ctx));
 }
@@ -568,8 +629,11 @@ static void *cipher_dupctx(void *vctx)
 
     /* The copy starts from the whole state: the source's own software
      * stream ends here and restarts at its next operation. */
-    if (!sw_stop(src))
+    if (!sw_stop(src)) {
+        fast_set(src);
         return NULL;
+    }
+    fast_set(src);
     dst = OPENSSL_malloc(sizeof(*dst));
     if (dst == NULL) {
         HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
@@ -580,6 +644,8 @@ static void *cipher_dupctx(void *vctx)
     dst->ecb = NULL;
     dst->sw = NULL;     /* reopened from the key on first need */
     dst->sw_live = 0;
+    dst->tally_ops = dst->tally_bytes = 0;
+    fast_set(dst);
     dst->tlsmac = NULL;
     if (src->tlsmac != NULL
         && (dst->tlsmac = OPENSSL_memdup(src->tlsmac, src->tlsmacsize)) == NULL) {
@@ -661,14 +727,20 @@ static int cipher_einit(void *vctx, const unsigned char *key, size_t keylen,
                         const unsigned char *iv, size_t ivlen,
                         const OSSL_PARAM params[])
 {
-    return cipher_init(vctx, key, keylen, iv, ivlen, params, 1);
+    int ok = cipher_init(vctx, key, keylen, iv, ivlen, params, 1);
+
+    fast_set(vctx);
+    return ok;
 }
 
 static int cipher_dinit(void *vctx, const unsigned char *key, size_t keylen,
                         const unsigned char *iv, size_t ivlen,
                         const OSSL_PARAM params[])
 {
-    return cipher_init(vctx, key, keylen, iv, ivlen, params, 0);
+    int ok = cipher_init(vctx, key, keylen, iv, ivlen, params, 0);
+
+    fast_set(vctx);
+    return ok;
 }
 
 /* Not after a failed kernel operation: see be_crypt(). */
@@ -890,57 +962,58 @@ static int stream_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
     return 1;
 }
 
-/*
- * An update the running software stream takes as it is: nothing held back
- * here (CBC: no partial block, and not a decryption that keeps its last
- * block for the padding), no TLS record, room for all of it, and small
- * enough for software.  The common case of a context below its threshold.
- */
-static int sw_takes_whole(const hwaf_cipher_ctx *ctx, size_t outsize, size_t inl)
+/* The software stream failed on the fast path: refuse until init. */
+static __attribute__((noinline, cold)) int fast_failed(hwaf_cipher_ctx *ctx, size_t inl)
 {
-    const hwaf_alg *alg = ALG(ctx);
-
-    if (!ctx->sw_live || ctx->finalised || inl == 0 || outsize < inl
-        || hwaf_offload(ctx->impl, ctx->offload, inl))
-        return 0;
-    switch (alg->mode) {
-    case HWAF_MODE_CBC:
-        return ctx->bufsz == 0 && inl % BLK == 0 && (ctx->enc || !ctx->pad)
-               && ctx->tlsversion == 0;
-    case HWAF_MODE_CTR:
-        return 1;
-    default:
-        return inl >= BLK && inl <= XTS_MAX_UNIT;
-    }
+    hwaf_soft_cipher_failed(ctx->sw, inl);
+    ctx->sw_live = 0;
+    ctx->failed = 1;
+    fast_set(ctx);
+    return 0;
 }
 
+static __attribute__((noinline)) int slow_update(hwaf_cipher_ctx *ctx, unsigned char *out,
+                                                 size_t *outl, size_t outsize,
+                                                 const unsigned char *in, size_t inl)
+{
+    int ok;
+
+    if (!cipher_ready(ctx))
+        return 0;
+    if (ALG(ctx)->mode == HWAF_MODE_CBC)
+        ok = cbc_update(ctx, out, outl, outsize, in, inl);
+    else
+        ok = stream_update(ctx, out, outl, outsize, in, inl);
+    fast_set(ctx);
+    return ok;
+}
+
+/*
+ * One test for the common case of a context below its threshold, on the
+ * software side and staying there: no other check, no counter shared with
+ * other threads, no call but the default provider's on the way.
+ */
 static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
                          size_t outsize, const unsigned char *in, size_t inl)
 {
     hwaf_cipher_ctx *ctx = vctx;
 
-    if (sw_takes_whole(ctx, outsize, inl)) {
-        if (!hwaf_soft_cipher_run(ctx->sw, sw_dir(ctx), in, out, inl)) {
-            ctx->sw_live = 0;
-            ctx->failed = 1;
-            return 0;
-        }
-        if (ALG(ctx)->mode == HWAF_MODE_CTR)
+    if (inl - ctx->fast_lo < ctx->fast_span && (inl & ctx->fast_mask) == 0 && inl <= outsize
+        && ctx->tally_gen == hwaf_fork_generation) {
+        if (!ctx->fast_fn(ctx->fast_c, out, outl, inl, in, inl) || *outl != inl)
+            return fast_failed(ctx, inl);
+        if (ctx->fast_ctr)
             ctx->num = (unsigned int)((ctx->num + inl) % BLK);
-        *outl = inl;
+        ctx->tally_ops++;
+        ctx->tally_bytes += inl;
         return 1;
     }
-    if (!cipher_ready(ctx))
-        return 0;
-    if (ALG(ctx)->mode == HWAF_MODE_CBC)
-        return cbc_update(ctx, out, outl, outsize, in, inl);
-    return stream_update(ctx, out, outl, outsize, in, inl);
+    return slow_update(ctx, out, outl, outsize, in, inl);
 }
 
-static int cipher_final(void *vctx, unsigned char *out, size_t *outl,
-                        size_t outsize)
+static int final_body(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                      size_t outsize)
 {
-    hwaf_cipher_ctx *ctx = vctx;
     int ok = 1;
 
     /* As OpenSSL's XTS: a final has nothing to do and needs no key. */
@@ -963,12 +1036,19 @@ static int cipher_final(void *vctx, unsigned char *out, size_t *outl,
     return ok;
 }
 
-/* EVP_Cipher(): raw processing, no padding or buffering. */
-static int cipher_cipher(void *vctx, unsigned char *out, size_t *outl,
-                         size_t outsize, const unsigned char *in, size_t inl)
+static int cipher_final(void *vctx, unsigned char *out, size_t *outl,
+                        size_t outsize)
 {
-    hwaf_cipher_ctx *ctx = vctx;
+    int ok = final_body(vctx, out, outl, outsize);
 
+    fast_set(vctx);
+    return ok;
+}
+
+/* EVP_Cipher(): raw processing, no padding or buffering. */
+static int cipher_body(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                       size_t outsize, const unsigned char *in, size_t inl)
+{
     if (!ctx->key_set) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
         return 0;
@@ -999,6 +1079,15 @@ static int cipher_cipher(void *vctx, unsigned char *out, size_t *outl,
     }
     *outl = inl;
     return 1;
+}
+
+static int cipher_cipher(void *vctx, unsigned char *out, size_t *outl,
+                         size_t outsize, const unsigned char *in, size_t inl)
+{
+    int ok = cipher_body(vctx, out, outl, outsize, in, inl);
+
+    fast_set(vctx);
+    return ok;
 }
 
 /* ---- parameters ---- */
@@ -1052,9 +1141,8 @@ static const OSSL_PARAM *cipher_gettable_ctx_params(void *cctx, void *provctx)
  * cipher and a length other than the cipher's is refused (OpenSSL ignores
  * it on CBC and CTR, so a wrong key length goes unnoticed there).
  */
-static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+static int set_params_body(hwaf_cipher_ctx *ctx, const OSSL_PARAM params[])
 {
-    hwaf_cipher_ctx *ctx = vctx;
     const OSSL_PARAM *p;
 
     if (params == NULL)
@@ -1126,6 +1214,14 @@ static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         ctx->tlsmacsize = m;
     }
     return 1;
+}
+
+static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    int ok = set_params_body(vctx, params);
+
+    fast_set(vctx);
+    return ok;
 }
 
 static const OSSL_PARAM cipher_known_settable_ctx_params[] = {

@@ -33,6 +33,7 @@ typedef struct hwaf_digest_ctx_st {
     void *sw;          /* software hash: the default provider's context
                         * (hwaf_soft.h), made on first need */
     hwaf_hold hold;    /* the message so far, while PATH_UNDECIDED */
+    void **spare;      /* where a freed context of its kind waits */
 } hwaf_digest_ctx;
 
 enum { PATH_UNDECIDED, PATH_KERNEL, PATH_SOFT };
@@ -50,26 +51,72 @@ static OSSL_FUNC_digest_gettable_ctx_params_fn digest_gettable_ctx_params;
 static OSSL_FUNC_digest_set_ctx_params_fn digest_set_ctx_params;
 static int digest_ready(hwaf_digest_ctx *ctx);
 
+/*
+ * One freed context of each implementation waits for the next newctx:
+ * OpenSSL 3.0 frees and makes a digest's provider context at every
+ * EVP_DigestInit_ex, which costs more than hashing a short message.  Only
+ * a context with no kernel object is kept (nothing to close, nothing a
+ * fork could break), its software hash wiped and re-initialised, its held
+ * bytes wiped; taking and leaving are one atomic exchange each, so threads
+ * need no lock (a thread that finds the place taken allocates or frees).
+ */
+static int spare_put(hwaf_digest_ctx *ctx)
+{
+    void *none = NULL;
+
+    if (ctx->spare == NULL || ctx->k.be != NULL || ctx->k.broken || ctx->failed
+        || __atomic_load_n(ctx->spare, __ATOMIC_RELAXED) != NULL)
+        return 0;
+    /* After a final in software, md_restart() initialised it already. */
+    if (ctx->sw != NULL
+        && !hwaf_soft_md_wipe(ctx->impl->soft, ctx->sw,
+                              ctx->finalised && ctx->where == PATH_SOFT))
+        return 0;
+    hwaf_hold_clear(&ctx->hold);
+    ctx->finalised = ctx->inited = ctx->be_used = 0;
+    ctx->where = PATH_UNDECIDED;
+    ctx->offload = HWAF_OFFLOAD_AUTO;
+    return __atomic_compare_exchange_n(ctx->spare, &none, ctx, 0, __ATOMIC_RELEASE,
+                                       __ATOMIC_RELAXED);
+}
+
 static void *digest_newctx(void *provctx, int alg, int slot)
 {
-    hwaf_digest_ctx *ctx = hwaf_ctx_new(provctx, alg, slot, sizeof(*ctx));
+    hwaf_prov *prov = provctx;
+    void **spare = &prov->md_spare[alg][slot];
+    hwaf_digest_ctx *ctx = NULL;
 
-    if (ctx != NULL)
+    if (__atomic_load_n(spare, __ATOMIC_RELAXED) != NULL
+        && (ctx = __atomic_exchange_n(spare, NULL, __ATOMIC_ACQUIRE)) != NULL)
+        return ctx;
+    if ((ctx = hwaf_ctx_new(provctx, alg, slot, sizeof(*ctx))) != NULL) {
         ctx->offload = HWAF_OFFLOAD_AUTO;
+        ctx->spare = spare;
+    }
     return ctx;
+}
+
+static void digest_free(hwaf_digest_ctx *ctx)
+{
+    hwaf_khash_detach(&ctx->k);
+    if (ctx->sw != NULL)
+        hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
+    hwaf_hold_free(&ctx->hold);
+    OPENSSL_free(ctx);
 }
 
 static void digest_freectx(void *vctx)
 {
     hwaf_digest_ctx *ctx = vctx;
 
-    if (ctx == NULL)
-        return;
-    hwaf_khash_detach(&ctx->k);
-    if (ctx->sw != NULL)
-        hwaf_soft_md_free(ctx->impl->soft, ctx->sw);
-    hwaf_hold_free(&ctx->hold);
-    OPENSSL_free(ctx);
+    if (ctx != NULL && !spare_put(ctx))
+        digest_free(ctx);
+}
+
+void hwaf_digest_spare_free(void *ctx)
+{
+    if (ctx != NULL)
+        digest_free(ctx);
 }
 
 static void *digest_dupctx(void *vctx)
@@ -87,6 +134,7 @@ static void *digest_dupctx(void *vctx)
         return NULL;
     }
     dst->impl = src->impl;
+    dst->spare = src->spare;
     dst->finalised = src->finalised;
     dst->failed = src->failed;
     dst->inited = src->inited;

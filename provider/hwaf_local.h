@@ -58,6 +58,8 @@ extern const hwaf_alg hwaf_algs[HWAF_NALGS];
 #define HWAF_NSLOTS (HWAF_BE_COUNT * 2)
 const OSSL_DISPATCH *hwaf_cipher_dispatch(int alg, int slot);
 const OSSL_DISPATCH *hwaf_digest_dispatch(int alg, int slot);
+/* Free a context kept in prov->md_spare (at teardown). */
+void hwaf_digest_spare_free(void *ctx);
 const OSSL_DISPATCH *hwaf_aead_dispatch(int alg, int slot);
 /* The one "HMAC" of a slot; the digest picks the algorithm at run time. */
 const OSSL_DISPATCH *hwaf_mac_dispatch(int slot);
@@ -120,6 +122,8 @@ typedef struct hwaf_prov_st {
     hwaf_config cfg;
     /* Implementations offered. */
     hwaf_impl *slot[HWAF_NALGS][HWAF_NSLOTS];
+    /* A freed digest context kept for the next newctx (hwaf_digest.c). */
+    void *md_spare[HWAF_NALGS][HWAF_NSLOTS];
     OSSL_ALGORITHM *ciphers;  /* NULL-terminated, built once at load */
     OSSL_ALGORITHM *digests;
     OSSL_ALGORITHM *macs;

@@ -364,6 +364,7 @@ static void prov_free(hwaf_prov *prov)
         for (s = 0; s < HWAF_NSLOTS; s++) {
             hwaf_impl *impl = prov->slot[a][s];
 
+            hwaf_digest_spare_free(prov->md_spare[a][s]);
             if (impl != NULL && impl->be->impl_free != NULL)
                 impl->be->impl_free(impl);
             if (impl != NULL)

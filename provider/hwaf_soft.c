@@ -398,14 +398,26 @@ int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv)
     return soft_cipher_ctx(s, enc, iv) != NULL;
 }
 
+void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_cipher_fn **fn,
+                             void **c)
+{
+    *fn = FNS(s->impl)->c_cipher;
+    *c = s->c[enc];
+}
+
+void hwaf_soft_cipher_failed(hwaf_be_cipher *s, size_t len)
+{
+    HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu bytes",
+               s->impl->alg->kname, len);
+}
+
 int hwaf_soft_cipher_run(hwaf_be_cipher *s, int enc, const unsigned char *in,
                          unsigned char *out, size_t len)
 {
     size_t outl = 0;
 
     if (!FNS(s->impl)->c_cipher(s->c[enc], out, &outl, len, in, len) || outl != len) {
-        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu bytes",
-                   s->impl->alg->kname, len);
+        hwaf_soft_cipher_failed(s, len);
         return 0;
     }
     hwaf_stats_add_soft(len);
@@ -488,6 +500,20 @@ void *hwaf_soft_md_new(const hwaf_impl *soft)
         return NULL;
     }
     return c;
+}
+
+int hwaf_soft_md_wipe(const hwaf_impl *soft, void *c, int inited)
+{
+    static const unsigned char zero[HWAF_SOFT_MD_BLOCK_MAX];
+    const soft_alg *f = FNS(soft);
+    size_t n = soft->alg->blocklen;
+
+    /* Init need not clear the input buffer (SHA-512's does not): fill it
+     * with zeros, one byte short of a block so that it stays buffered. */
+    if (n == 0 || n > sizeof(zero))
+        return 0;
+    return (inited || f->d_init(c, NULL)) && f->d_update(c, zero, n - 1)
+           && f->d_init(c, NULL);
 }
 
 int hwaf_soft_md_init(const hwaf_impl *soft, void *c)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <openssl/core.h>
+#include <openssl/core_dispatch.h>
 #include "hwaf_backend.h"
 
 /* The software "backend": OpenSSL's default provider.  Ciphers and
@@ -34,6 +35,14 @@ extern const hwaf_backend hwaf_backend_soft_aead_mac;
  *                                        boundary (CTR: num 0)
  *   hwaf_soft_cipher_run(s, enc, ...)    any number of operations, the state
  *                                        carried along in software
+ *   hwaf_soft_cipher_direct(s, enc, &fn, &c) the default provider's cipher
+ *                                        function and its context of the
+ *                                        running stream, for a caller that
+ *                                        calls fn(c, ...) itself, counts its
+ *                                        operations (hwaf_stats_add_soft_n)
+ *                                        and on failure calls
+ *                                        hwaf_soft_cipher_failed(s, len);
+ *                                        valid from start to close
  *   hwaf_soft_cipher_iv(s, enc, iv)      where it stands: the next IV (CBC)
  *                                        or counter (CTR); the stream goes on
  *   hwaf_soft_cipher_keystream(s, ctr, ks) CTR: the keystream block before
@@ -48,6 +57,9 @@ extern const hwaf_backend hwaf_backend_soft_aead_mac;
 int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv);
 int hwaf_soft_cipher_run(hwaf_be_cipher *s, int enc, const unsigned char *in,
                          unsigned char *out, size_t len);
+void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_cipher_fn **fn,
+                             void **c);
+void hwaf_soft_cipher_failed(hwaf_be_cipher *s, size_t len);
 int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv);
 int hwaf_soft_cipher_keystream(hwaf_be_cipher *s, const unsigned char *ctr,
                                unsigned char *ks);
@@ -65,6 +77,13 @@ int hwaf_soft_md_update(const hwaf_impl *soft, void *c, const unsigned char *in,
 int hwaf_soft_md_final(const hwaf_impl *soft, void *c, unsigned char *md);
 void *hwaf_soft_md_dup(const hwaf_impl *soft, void *c);
 void hwaf_soft_md_free(const hwaf_impl *soft, void *c);
+/*
+ * c as new, nothing of an earlier message left in it (state and input
+ * buffer overwritten), nothing counted; inited: c is initialised already
+ * (after a final and an init).  1, or 0 (nothing raised): free it instead.
+ */
+#define HWAF_SOFT_MD_BLOCK_MAX 128
+int hwaf_soft_md_wipe(const hwaf_impl *soft, void *c, int inited);
 
 /*
  * The default provider's implementation of an algorithm: its dispatch table

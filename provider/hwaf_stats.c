@@ -261,12 +261,17 @@ unsigned long hwaf_sys_fd_releases(void)
     return __atomic_load_n(&sys_fd_releases, __ATOMIC_RELAXED);
 }
 
-void hwaf_stats_add_soft(size_t bytes)
+void hwaf_stats_add_soft_n(uint64_t ops, uint64_t bytes)
 {
-    __atomic_add_fetch(&stat_soft_ops, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&stat_soft_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_soft_ops, ops, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_soft_bytes, bytes, __ATOMIC_RELAXED);
     if (record_on)
         record_maybe();
+}
+
+void hwaf_stats_add_soft(size_t bytes)
+{
+    hwaf_stats_add_soft_n(1, bytes);
 }
 
 static uint64_t stat_fallbacks[HWAF_FALLBACK_COUNT];
