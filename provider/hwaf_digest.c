@@ -163,7 +163,6 @@ static void *digest_dupctx(void *vctx)
 static int go(hwaf_digest_ctx *ctx, int kernel)
 {
     const hwaf_impl *soft = ctx->impl->soft;
-    hwaf_be_md *be;
     int ok;
 
     if (kernel || soft == NULL) {
@@ -171,22 +170,8 @@ static int go(hwaf_digest_ctx *ctx, int kernel)
             hwaf_khash_detach(&ctx->k);
         if (ctx->k.be != NULL && ctx->be_used && !ctx->impl->be->md_reset(ctx->k.be))
             hwaf_khash_detach(&ctx->k);
-        if (ctx->k.be == NULL) {
-            hwaf_open_try t;
-
-            /* short of descriptors a moment ago: software, no open */
-            if (hwaf_open_backoff(ctx->impl, ctx->offload))
-                return go(ctx, 0);
-            hwaf_open_begin(ctx->impl, &t);
-            if (!ctx->impl->be->md_open(&be, ctx->impl)) {
-                /* Out of descriptors or sandboxed: the message in software. */
-                if (!hwaf_open_fallback(ctx->impl, &t, ctx->offload))
-                    return 0;
-                return go(ctx, 0);
-            }
-            hwaf_open_end(ctx->impl, &t);
-            hwaf_khash_attach(&ctx->k, ctx->impl, be);
-        }
+        if ((ok = hwaf_khash_open(&ctx->k, ctx->impl, 0, NULL, 0, ctx->offload)) <= 0)
+            return ok < 0 ? go(ctx, 0) : 0;
         ctx->be_used = 1;
         ctx->where = PATH_KERNEL;
         ok = ctx->hold.held == 0

@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include "hwaf_hash.h"
 #include "hwaf_err.h"
+#include "hwaf_soft.h"
 
 #define FROM_NODE(n) ((hwaf_khash *)((char *)(n) - offsetof(hwaf_khash, node)))
 
@@ -52,6 +53,29 @@ void hwaf_khash_detach(hwaf_khash *k)
     hwaf_fork_unregister(&k->node);
     k->impl->be->md_close(k->be);
     k->be = NULL;
+}
+
+int hwaf_khash_open(hwaf_khash *k, const hwaf_impl *impl, int keyed,
+                    const unsigned char *key, size_t keylen, int offload)
+{
+    hwaf_be_md *be;
+    hwaf_open_try t;
+    int ok;
+
+    if (k->broken)  /* its state was lost in fork(): start afresh */
+        hwaf_khash_detach(k);
+    if (k->be != NULL)
+        return 1;
+    /* short of descriptors a moment ago: software, no open */
+    if (hwaf_open_backoff(impl, offload))
+        return -1;
+    hwaf_open_begin(impl, &t);
+    ok = keyed ? impl->be->mac_open(&be, impl, key, keylen) : impl->be->md_open(&be, impl);
+    if (!ok)  /* out of descriptors or sandboxed: the message in software */
+        return hwaf_open_fallback(impl, &t, offload) ? -1 : 0;
+    hwaf_open_end(impl, &t);
+    hwaf_khash_attach(k, impl, be);
+    return 1;
 }
 
 int hwaf_hold_take(hwaf_prov *prov, hwaf_hold *h, size_t t,

@@ -27,6 +27,16 @@ typedef struct hwaf_khash_st {
 
 void hwaf_khash_attach(hwaf_khash *k, const hwaf_impl *impl, hwaf_be_md *be);
 void hwaf_khash_detach(hwaf_khash *k);
+/*
+ * k ready for a message of impl: a hash whose state was lost in fork() is
+ * dropped, and when there is none a new one is opened (keyed: a MAC with
+ * key).  1: k->be ready; -1: the message goes to software instead (the
+ * implementation backs off after a shortage, or the open failed for want
+ * of descriptors or in a sandbox: hwaf_open_fallback, hwaf_soft.h); 0: an
+ * error raised.
+ */
+int hwaf_khash_open(hwaf_khash *k, const hwaf_impl *impl, int keyed,
+                    const unsigned char *key, size_t keylen, int offload);
 
 /*
  * The bytes of a message held back while it is undecided (a kernel hash

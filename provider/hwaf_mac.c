@@ -343,28 +343,12 @@ static const OSSL_PARAM *mac_gettable_ctx_params(void *cctx, void *provctx)
 static int go(hwaf_mac_ctx *ctx, int kernel)
 {
     const hwaf_impl *soft = ctx->impl->soft;
-    hwaf_be_md *be;
     int ok;
 
     if (kernel || soft == NULL) {
-        if (ctx->k.broken)  /* its state was lost in fork(): start afresh */
-            hwaf_khash_detach(&ctx->k);
-        if (ctx->k.be == NULL) {
-            hwaf_open_try t;
-
-            /* short of descriptors a moment ago: software, no open */
-            if (hwaf_open_backoff(ctx->impl, ctx->offload))
-                return go(ctx, 0);
-            hwaf_open_begin(ctx->impl, &t);
-            if (!ctx->impl->be->mac_open(&be, ctx->impl, ctx->key, ctx->keylen)) {
-                /* Out of descriptors or sandboxed: the message in software. */
-                if (!hwaf_open_fallback(ctx->impl, &t, ctx->offload))
-                    return 0;
-                return go(ctx, 0);
-            }
-            hwaf_open_end(ctx->impl, &t);
-            hwaf_khash_attach(&ctx->k, ctx->impl, be);
-        }
+        if ((ok = hwaf_khash_open(&ctx->k, ctx->impl, 1, ctx->key, ctx->keylen,
+                                  ctx->offload)) <= 0)
+            return ok < 0 ? go(ctx, 0) : 0;
         ctx->where = PATH_KERNEL;
         ok = ctx->hold.held == 0
              || ctx->impl->be->md_update(ctx->k.be, ctx->hold.buf, ctx->hold.held);
