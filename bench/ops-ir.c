@@ -14,7 +14,9 @@
  * the IV, 13 bytes of AAD, the data, final, tag); through hwaf with
  * hwaf-offload = 1, the kernel path.  PROPQUERY "bare-afalg": the same
  * message through a bare AF_ALG aead socket (sendmsg + readv), the user
- * space a kernel request cannot do with less.
+ * space a kernel request cannot do with less.  HMAC-SHA2-256: EVP_MAC_init
+ * (same key) + update + final per operation, or bare AF_ALG hmac(sha256):
+ * send + read.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 static unsigned char in[1 << 20], out[(1 << 20) + 64];
 static unsigned char gcm_iv[12], aad[13];
 static int gcm, bare_op = -1;
+static EVP_MAC_CTX *mac;
 
 static int bare_gcm(size_t len)
 {
@@ -86,7 +89,16 @@ __attribute__((noinline)) int run_ops(EVP_CIPHER_CTX *c, EVP_MD_CTX *m, const EV
     long i;
 
     for (i = 0; i < n; i++) {
-        if (bare_op >= 0) {
+        if (bare_op >= 0 && !gcm) {
+            if (send(bare_op, in, len, 0) != (ssize_t)len || read(bare_op, out, 32) != 32)
+                return 0;
+        } else if (mac != NULL) {
+            size_t ml2;
+
+            if (!EVP_MAC_init(mac, NULL, 0, NULL) || !EVP_MAC_update(mac, in, len)
+                || !EVP_MAC_final(mac, out, &ml2, 64))
+                return 0;
+        } else if (bare_op >= 0) {
             if (!bare_gcm(len))
                 return 0;
         } else if (gcm) {
@@ -123,16 +135,36 @@ int main(int argc, char **argv)
         return 2;
     }
     gcm = strstr(argv[1], "GCM") != NULL;
-    if (strcmp(argv[2], "bare-afalg") == 0) {
+    if (strcmp(argv[1], "HMAC-SHA2-256") == 0 && strcmp(argv[2], "bare-afalg") != 0) {
+        EVP_MAC *mm = EVP_MAC_fetch(NULL, "HMAC", argv[2]);
+        int force = 1;
+        OSSL_PARAM p[] = { OSSL_PARAM_construct_utf8_string("digest", "SHA2-256", 0),
+                           OSSL_PARAM_construct_int("hwaf-offload", &force),
+                           OSSL_PARAM_construct_end() };
+
+        if (strstr(argv[2], "hwaf") == NULL)
+            p[1] = p[2];
+        if (mm == NULL || (mac = EVP_MAC_CTX_new(mm)) == NULL
+            || !EVP_MAC_init(mac, key, 32, p)) {
+            ERR_print_errors_fp(stderr);
+            return 3;
+        }
+        ci = NULL;
+        printf("%s from %s\n", argv[1], OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(mm)));
+    } else if (strcmp(argv[2], "bare-afalg") == 0) {
         struct sockaddr_alg sa = { .salg_family = AF_ALG, .salg_type = "aead",
                                    .salg_name = "gcm(aes)" };
         int t = socket(AF_ALG, SOCK_SEQPACKET, 0);
 
+        if (!gcm) {
+            strcpy((char *)sa.salg_type, "hash");
+            strcpy((char *)sa.salg_name, "hmac(sha256)");
+        }
         if (t < 0 || bind(t, (struct sockaddr *)&sa, sizeof(sa)) != 0
-            || setsockopt(t, SOL_ALG, ALG_SET_KEY, key, 16) != 0
-            || setsockopt(t, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, 16) != 0
+            || setsockopt(t, SOL_ALG, ALG_SET_KEY, key, gcm ? 16 : 32) != 0
+            || (gcm && setsockopt(t, SOL_ALG, ALG_SET_AEAD_AUTHSIZE, NULL, 16) != 0)
             || (bare_op = accept(t, NULL, 0)) < 0) {
-            perror("AF_ALG gcm(aes)");
+            perror("AF_ALG bind");
             return 3;
         }
         ci = NULL;
