@@ -100,8 +100,8 @@ extern const unsigned char bench_key[64];
 extern const unsigned char bench_iv[16];
 
 /* Openers (impl_*.c). Each adds zero or more instances or absences. */
-int bench_evp_init(const char *modules_dir, const char *calibration, char *why,
-                   size_t whylen);
+int bench_evp_init(const char *modules_dir, const char *calibration, const char *policy,
+                   char *why, size_t whylen);
 void bench_evp_cleanup(void);
 void bench_open_default(bench_set *s, const bench_alg *a);
 void bench_open_hwaf(bench_set *s, const bench_alg *a);

@@ -140,6 +140,7 @@ static void usage(FILE *f)
         "  --cryptodev PATH the /dev/crypto device (default /dev/crypto)\n"
         "  --calibration FILE  hwaf's calibration file (hwaf-info --calibrate) for\n"
         "                   hwaf-auto's thresholds, when openssl.cnf does not configure hwaf\n"
+        "  --policy P       with --calibration: hwaf's policy key, throughput or cpu\n"
         "  --modules DIR    where hwaf.so is (default: $OPENSSL_MODULES, else the\n"
         "                   build tree when it holds hwaf.so, else libcrypto's)\n"
         "  --list           only list the implementations of each algorithm\n"
@@ -1175,7 +1176,7 @@ int main(int argc, char **argv)
         access(HWAF_BENCH_MODULE_DIR "/hwaf.so", R_OK) == 0 ? HWAF_BENCH_MODULE_DIR : NULL;
     unsigned char *in = NULL, *out = NULL, *ref = NULL;
     size_t maxlen = 0, i;
-    const char *calibration = NULL;
+    const char *calibration = NULL, *policy = NULL;
     char why[BENCH_WHY_MAX];
     int a, ret = 0;
 
@@ -1230,6 +1231,8 @@ int main(int argc, char **argv)
             bench_cryptodev_path = val;
         } else if (strcmp(arg, "--calibration") == 0) {
             calibration = val;
+        } else if (strcmp(arg, "--policy") == 0) {
+            policy = val;
         } else if (strcmp(arg, "--modules") == 0) {
             modules = val;
             setenv("OPENSSL_MODULES", val, 1);
@@ -1270,7 +1273,11 @@ int main(int argc, char **argv)
 
     signal(SIGALRM, on_alarm);
     signal(SIGPIPE, SIG_IGN);
-    if (!bench_evp_init(modules, calibration, why, sizeof(why))) {
+    if (policy != NULL && calibration == NULL) {
+        fprintf(stderr, "hwaf-bench: --policy needs --calibration\n");
+        return 64;
+    }
+    if (!bench_evp_init(modules, calibration, policy, why, sizeof(why))) {
         fprintf(stderr, "hwaf-bench: %s\n", why);
         return 4;
     }

@@ -56,7 +56,7 @@ static void last_error(char *why, size_t whylen, const char *what)
  * (docs/config.md): a temporary configuration loaded into the default
  * library context, which activates hwaf with that key.
  */
-static int load_calibration(const char *file, char *why, size_t whylen)
+static int load_calibration(const char *file, const char *policy, char *why, size_t whylen)
 {
     char path[] = "/tmp/hwaf-bench-cnf.XXXXXX";
     int fd = mkstemp(path), ok;
@@ -70,7 +70,9 @@ static int load_calibration(const char *file, char *why, size_t whylen)
     }
     fprintf(f, "openssl_conf = bench_init\n[bench_init]\nproviders = bench_providers\n"
                "[bench_providers]\n%s = bench_hwaf\n[bench_hwaf]\ncalibration = %s\n"
-               "activate = 1\n", HWAF_PROVIDER_NAME, file);
+               "%s%s%sactivate = 1\n", HWAF_PROVIDER_NAME, file,
+            policy != NULL ? "policy = " : "", policy != NULL ? policy : "",
+            policy != NULL ? "\n" : "");
     /* A configuration whose provider fails to activate can still load:
      * hwaf must be there now, else it would come up without the file. */
     ok = fclose(f) == 0 && OSSL_LIB_CTX_load_config(NULL, path)
@@ -83,8 +85,8 @@ static int load_calibration(const char *file, char *why, size_t whylen)
     return ok;
 }
 
-int bench_evp_init(const char *modules_dir, const char *calibration, char *why,
-                   size_t whylen)
+int bench_evp_init(const char *modules_dir, const char *calibration, const char *policy,
+                   char *why, size_t whylen)
 {
     prov_default = OSSL_PROVIDER_load(NULL, "default");
     if (prov_default == NULL) {
@@ -94,7 +96,7 @@ int bench_evp_init(const char *modules_dir, const char *calibration, char *why,
     if (getenv("OPENSSL_MODULES") == NULL && modules_dir != NULL
         && modules_dir[0] != '\0')
         OSSL_PROVIDER_set_default_search_path(NULL, modules_dir);
-    if (calibration != NULL && !load_calibration(calibration, why, whylen))
+    if (calibration != NULL && !load_calibration(calibration, policy, why, whylen))
         return 0;
     prov_hwaf = OSSL_PROVIDER_load(NULL, HWAF_PROVIDER_NAME);
     if (prov_hwaf == NULL) {
