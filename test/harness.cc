@@ -83,6 +83,7 @@ const Env &env()
         x.ci = env_true("CI");
         x.guest = env_true("HWAF_GUEST");
         if (const char *k = getenv("HWAF_GUEST_KERNEL")) x.kernel = k;
+        if (const char *a = getenv("HWAF_GUEST_ARCH")) x.arch = a;
         x.virtio = env_true("HWAF_GUEST_VIRTIO_CRYPTO");
         x.crypto_user_env = env_true("HWAF_GUEST_CRYPTO_USER");
         if (const char *b = getenv("HWAF_TEST_BACKEND")) x.backend = b;

@@ -39,6 +39,7 @@ struct Env {
     bool ci = false;            /* CI=true */
     bool guest = false;         /* HWAF_GUEST=1 */
     std::string kernel;         /* HWAF_GUEST_KERNEL */
+    std::string arch;           /* HWAF_GUEST_ARCH: amd64, arm64, armhf ("" off the guest) */
     bool virtio = false;        /* HWAF_GUEST_VIRTIO_CRYPTO=1 */
     bool crypto_user_env = false; /* HWAF_GUEST_CRYPTO_USER=1 */
     std::string backend;        /* HWAF_TEST_BACKEND: "", "afalg", "devcrypto" */
