@@ -20,6 +20,11 @@
  *                               how large it was.  (A cipher update takes an
  *                               int length: 2^31 - 1 bytes at most, through
  *                               EVP itself, not hwaf.)
+ *   Limits.LargeGcmMessagesAndHashUpdates
+ *                               GCM messages of 64 KiB to 1 MiB and SHA2-256 /
+ *                               HMAC-SHA2-256 updates of 256 KiB to 4 MiB,
+ *                               against the kernel's option memory (32-bit:
+ *                               optmem_max 10240)
  */
 #include "hwaf_test.h"
 
@@ -218,4 +223,115 @@ TEST_F(Limits, DigestOver2GiB)
         (m == d.get() ? ref : got).assign(md, md + n);
     }
     EXPECT_EQ(tohex(got), tohex(ref)) << "hwaf differs from the default provider over " << buf->len << " bytes";
+}
+
+namespace {
+
+/* One AES-GCM message (AAD, then the data in one update), encrypted or,
+ * with a tag given, decrypted and checked; false on any failure.  params
+ * go to the init (hwaf-offload). */
+bool gcm_message(const EVP_CIPHER *c, int enc, const Bytes &key, const Bytes &iv, const Bytes &aad,
+                 const Bytes &in, Bytes *out, Bytes *tag, const OSSL_PARAM *params)
+{
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    int l = 0, l2 = 0;
+    out->assign(in.size(), 0);
+    if (!EVP_CipherInit_ex2(ctx.get(), c, key.data(), iv.data(), enc, params) ||
+        !EVP_CipherUpdate(ctx.get(), nullptr, &l, aad.data(), (int)aad.size()) ||
+        !EVP_CipherUpdate(ctx.get(), out->data(), &l, in.data(), (int)in.size()))
+        return false;
+    if (!enc && !EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, (int)tag->size(), tag->data()))
+        return false;
+    if (!EVP_CipherFinal_ex(ctx.get(), out->data() + l, &l2) || (size_t)(l + l2) != in.size())
+        return false;
+    if (enc) {
+        tag->assign(16, 0);
+        if (!EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag->data()))
+            return false;
+    }
+    return true;
+}
+
+} // namespace
+
+/*
+ * Large requests against the kernel's option memory (net.core.optmem_max,
+ * 10240 bytes on a 32-bit kernel, 20480 on a 64-bit one), on the paths
+ * other than the cipher requests hwaf already bounds by it:
+ *  - AES-128-GCM messages of 64 KiB to 1 MiB in one update.  hwaf's own
+ *    mode (every message to the kernel, one larger than the kernel takes
+ *    to software) gives the default provider's ciphertext and tag, and
+ *    decrypts them.  A context forced to the kernel gives the same bytes or
+ *    refuses with the reason `aead message larger than one kernel request`,
+ *    and once refused every larger message is refused too: no size fails
+ *    in the kernel (an ENOMEM) below the limit hwaf believes in.
+ *  - SHA2-256 and HMAC-SHA2-256 single updates of 256 KiB to 4 MiB.
+ */
+TEST_F(Limits, LargeGcmMessagesAndHashUpdates)
+{
+    CipherPtr h, d;
+    need_cipher("AES-128-GCM", &h, &d);
+    if (!h)
+        return;
+    Bytes key = random_bytes(16), aad = random_bytes(13);
+    int force = 1;
+    OSSL_PARAM forced[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
+    size_t largest_forced = 0;
+    bool refused = false;
+    for (size_t len : {(size_t)64 << 10, (size_t)128 << 10, (size_t)160 << 10, (size_t)192 << 10,
+                       (size_t)256 << 10, (size_t)320 << 10, (size_t)352 << 10, (size_t)384 << 10,
+                       (size_t)448 << 10, (size_t)1 << 20}) {
+        SCOPED_TRACE("GCM message of " + std::to_string(len) + " bytes");
+        Bytes iv = random_bytes(12), in = random_bytes(len + 5), want, wtag, got, gtag, back;
+        ASSERT_TRUE(gcm_message(d.get(), 1, key, iv, aad, in, &want, &wtag, nullptr));
+        ASSERT_TRUE(gcm_message(h.get(), 1, key, iv, aad, in, &got, &gtag, nullptr)) << error_queue_text();
+        EXPECT_TRUE(got == want) << "ciphertext differs from the default provider's";
+        EXPECT_EQ(tohex(gtag), tohex(wtag));
+        ASSERT_TRUE(gcm_message(h.get(), 0, key, iv, aad, want, &back, &wtag, nullptr)) << error_queue_text();
+        EXPECT_TRUE(back == in);
+        ERR_clear_error();
+        if (gcm_message(h.get(), 1, key, iv, aad, in, &got, &gtag, forced)) {
+            EXPECT_FALSE(refused) << "forced to the kernel: taken after a smaller message was refused";
+            EXPECT_TRUE(got == want && gtag == wtag) << "forced to the kernel: wrong bytes";
+            largest_forced = len + 5;
+        } else {
+            std::string e = error_queue_text();
+            EXPECT_NE(e.find("aead message larger than one kernel request"), std::string::npos)
+                << "forced to the kernel, failed for another reason: " << e;
+            refused = true;
+        }
+        ERR_clear_error();
+    }
+    fprintf(stderr, "hwaf-tests: largest GCM message forced to the kernel here: %zu bytes of data + 13 of AAD\n",
+            largest_forced);
+    EXPECT_GE(largest_forced, (size_t)(64 << 10) + 5) << "not even a 64 KiB message went through the kernel";
+
+    MdPtr mh, md;
+    need_md("SHA2-256", &mh, &md);
+    if (!mh)
+        return;
+    MacPtr hm(EVP_MAC_fetch(lib_->get(), "HMAC", hwaf_query().c_str()));
+    MacPtr dm(EVP_MAC_fetch(lib_->get(), "HMAC", "provider=default"));
+    ASSERT_TRUE(hm && dm) << error_queue_text();
+    Bytes mkey = random_bytes(32);
+    for (size_t len : {(size_t)256 << 10, (size_t)1 << 20, ((size_t)4 << 20) + 5}) {
+        SCOPED_TRACE("one update of " + std::to_string(len) + " bytes");
+        Bytes in = random_bytes(len), got, want;
+        ASSERT_TRUE(digest_oneshot(md.get(), in, &want));
+        ASSERT_TRUE(digest_oneshot(mh.get(), in, &got)) << error_queue_text();
+        EXPECT_EQ(tohex(got), tohex(want)) << "SHA2-256";
+        std::string macs[2];
+        for (int i = 0; i < 2; i++) {
+            MacCtxPtr c(EVP_MAC_CTX_new(i == 0 ? dm.get() : hm.get()));
+            OSSL_PARAM p[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA2-256", 0),
+                              OSSL_PARAM_construct_end()};
+            unsigned char out[EVP_MAX_MD_SIZE];
+            size_t l = 0;
+            ASSERT_TRUE(c && EVP_MAC_init(c.get(), mkey.data(), mkey.size(), p) &&
+                        EVP_MAC_update(c.get(), in.data(), in.size()) && EVP_MAC_final(c.get(), out, &l, sizeof(out)))
+                << (i == 0 ? "default" : "hwaf") << " HMAC: " << error_queue_text();
+            macs[i] = tohex(out, l);
+        }
+        EXPECT_EQ(macs[1], macs[0]) << "HMAC-SHA2-256";
+    }
 }
