@@ -71,37 +71,41 @@ int afalg_accept(int fd)
  * default on a 64-bit kernel, 10240 on a 32-bit one.  Past that read()
  * fails with ENOMEM.  Measured on armhf 6.1 (optmem_max 10240): requests of
  * 160 KiB work, the 348 KiB its send buffer allows fail.  So a request
- * carries at most 16 bytes of data per byte of option memory; when the
- * value cannot be read, the 32-bit default is assumed.
+ * carries at most 16 bytes of data per byte of option memory.  An AEAD
+ * message (one request, AAD and data) measured there: 256 KiB work,
+ * 320 KiB fail; it may carry 24 bytes per byte (240 KiB on armhf; above
+ * the send buffer on a 64-bit kernel, where 384 KiB work).  When the value
+ * cannot be read, the 32-bit default is assumed.
  */
 #define AFALG_OPTMEM_DEFAULT 10240
 #define AFALG_DATA_PER_OPTMEM 16
+#define AFALG_AEAD_DATA_PER_OPTMEM 24
 
-size_t afalg_optmem_budget(void)
+size_t afalg_optmem_budget(int aead)
 {
-    static size_t budget;   /* 0: not read yet */
-    size_t b = __atomic_load_n(&budget, __ATOMIC_ACQUIRE);
+    static size_t optmem;   /* 0: not read yet */
+    size_t b = __atomic_load_n(&optmem, __ATOMIC_ACQUIRE);
     long v = AFALG_OPTMEM_DEFAULT;
     char buf[32];
     ssize_t n;
     int fd;
 
-    if (b != 0)
-        return b;
-    fd = open("/proc/sys/net/core/optmem_max", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n > 0) {
-            buf[n] = '\0';
-            v = strtol(buf, NULL, 10);
-            if (v < 1024)
-                v = AFALG_OPTMEM_DEFAULT;
+    if (b == 0) {
+        fd = open("/proc/sys/net/core/optmem_max", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            n = read(fd, buf, sizeof(buf) - 1);
+            close(fd);
+            if (n > 0) {
+                buf[n] = '\0';
+                v = strtol(buf, NULL, 10);
+                if (v < 1024)
+                    v = AFALG_OPTMEM_DEFAULT;
+            }
         }
+        b = (size_t)v;
+        __atomic_store_n(&optmem, b, __ATOMIC_RELEASE);
     }
-    b = (size_t)v * AFALG_DATA_PER_OPTMEM;
-    __atomic_store_n(&budget, b, __ATOMIC_RELEASE);
-    return b;
+    return b * (aead ? AFALG_AEAD_DATA_PER_OPTMEM : AFALG_DATA_PER_OPTMEM);
 }
 
 size_t afalg_grow_buffers(int fd, size_t want)

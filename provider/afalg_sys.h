@@ -24,9 +24,10 @@ int afalg_accept(int fd);
 size_t afalg_grow_buffers(int fd, size_t want);
 /*
  * The most data one request can carry before the kernel runs out of the
- * socket's option memory for its scatterlists (read() fails with ENOMEM).
+ * socket's option memory for its scatterlists (read() fails with ENOMEM):
+ * a cipher request (aead 0) or an AEAD message (aead 1).
  */
-size_t afalg_optmem_budget(void);
+size_t afalg_optmem_budget(int aead);
 
 /*
  * One sendmsg() carrying the operation, the IV (when iv != NULL) and the

@@ -268,10 +268,11 @@ static int keyed_session(const hwaf_impl *impl, const char *type,
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, errno, "getsockopt(SO_SNDBUF)");
         return 0;
     }
-    /* A cipher splits its work, so it also stays within the option memory
-     * (32-bit kernels have little of it). */
-    if (authsize == 0 && sndbuf > afalg_optmem_budget())
-        sndbuf = afalg_optmem_budget();
+    /* A cipher request and an AEAD message stay within the option memory
+     * (32-bit kernels have little of it): a cipher splits its work, a
+     * larger AEAD message goes to software (or is refused when forced). */
+    if (sndbuf > afalg_optmem_budget(authsize != 0))
+        sndbuf = afalg_optmem_budget(authsize != 0);
     *max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                    : 3 * AFALG_PAGE;
     return 1;
@@ -460,8 +461,8 @@ static void zc_calibrate(const hwaf_impl *impl, size_t len)
         || (t.op = afalg_accept(t.tfm)) < 0)
         goto done;
     sndbuf = afalg_grow_buffers(t.op, AFALG_SNDBUF_WANT);
-    if (sndbuf > afalg_optmem_budget())
-        sndbuf = afalg_optmem_budget();
+    if (sndbuf > afalg_optmem_budget(0))
+        sndbuf = afalg_optmem_budget(0);
     t.max = sndbuf > 4 * AFALG_PAGE ? (sndbuf / AFALG_PAGE - 1) * AFALG_PAGE
                                     : 3 * AFALG_PAGE;
     if (!zc_setup(&t))

@@ -488,8 +488,8 @@ INSTANTIATE_TEST_SUITE_P(Dispatch, DispatchGcm, ::testing::ValuesIn(kGcms),
                          [](const ::testing::TestParamInfo<const char *> &i) { return test_name(i.param); });
 
 /*
- * A message larger than one kernel request (AF_ALG 421,872 bytes, the CUSE
- * device 65,520) is computed in software, counted, where the default
+ * A message larger than one kernel request (AF_ALG 421,872 bytes, armhf
+ * 241,648, the CUSE device 65,520) is computed in software, counted, where the default
  * provider succeeds: in one update, and as a small first update whose
  * final's request over the whole message is the one that does not fit.  A
  * context forced to the kernel gets a clean error.
