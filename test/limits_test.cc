@@ -21,7 +21,7 @@
  *                               int length: 2^31 - 1 bytes at most, through
  *                               EVP itself, not hwaf.)
  *   Limits.LargeGcmMessagesAndHashUpdates
- *                               GCM messages of 64 KiB to 1 MiB and SHA2-256 /
+ *                               GCM messages of 16 KiB to 1 MiB and SHA2-256 /
  *                               HMAC-SHA2-256 updates of 256 KiB to 4 MiB,
  *                               against the kernel's option memory (32-bit:
  *                               optmem_max 10240)
@@ -258,7 +258,7 @@ bool gcm_message(const EVP_CIPHER *c, int enc, const Bytes &key, const Bytes &iv
  * Large requests against the kernel's option memory (net.core.optmem_max,
  * 10240 bytes on a 32-bit kernel, 20480 on a 64-bit one), on the paths
  * other than the cipher requests hwaf already bounds by it:
- *  - AES-128-GCM messages of 64 KiB to 1 MiB in one update.  hwaf's own
+ *  - AES-128-GCM messages of 16 KiB to 1 MiB in one update.  hwaf's own
  *    mode (every message to the kernel, one larger than the kernel takes
  *    to software) gives the default provider's ciphertext and tag, and
  *    decrypts them.  A context forced to the kernel gives the same bytes or
@@ -278,7 +278,7 @@ TEST_F(Limits, LargeGcmMessagesAndHashUpdates)
     OSSL_PARAM forced[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_construct_end()};
     size_t largest_forced = 0;
     bool refused = false;
-    for (size_t len : {(size_t)64 << 10, (size_t)128 << 10, (size_t)160 << 10, (size_t)192 << 10,
+    for (size_t len : {(size_t)16 << 10, (size_t)32 << 10, (size_t)64 << 10, (size_t)128 << 10, (size_t)160 << 10, (size_t)192 << 10,
                        (size_t)256 << 10, (size_t)320 << 10, (size_t)352 << 10, (size_t)384 << 10,
                        (size_t)448 << 10, (size_t)1 << 20}) {
         SCOPED_TRACE("GCM message of " + std::to_string(len) + " bytes");
@@ -304,7 +304,10 @@ TEST_F(Limits, LargeGcmMessagesAndHashUpdates)
     }
     fprintf(stderr, "hwaf-tests: largest GCM message forced to the kernel here: %zu bytes of data + 13 of AAD\n",
             largest_forced);
-    EXPECT_GE(largest_forced, (size_t)(64 << 10) + 5) << "not even a 64 KiB message went through the kernel";
+    /* AF_ALG takes 236 KiB or more (docs/design.md, "Sizes"); a /dev/crypto
+     * device has its own, smaller limit (the CUSE device's 65,520 bytes). */
+    if (env().backend != "devcrypto")
+        EXPECT_GE(largest_forced, (size_t)(128 << 10) + 5) << "not even a 128 KiB message went through AF_ALG";
 
     MdPtr mh, md;
     need_md("SHA2-256", &mh, &md);
