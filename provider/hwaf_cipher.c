@@ -626,14 +626,13 @@ static void cipher_freectx(void *vctx)
 static void *cipher_dupctx(void *vctx)
 {
     hwaf_cipher_ctx *src = vctx, *dst;
-
     /* The copy starts from the whole state: the source's own software
      * stream ends here and restarts at its next operation. */
-    if (!sw_stop(src)) {
-        fast_set(src);
-        return NULL;
-    }
+    int stopped = sw_stop(src);
+
     fast_set(src);
+    if (!stopped)
+        return NULL;
     dst = OPENSSL_malloc(sizeof(*dst));
     if (dst == NULL) {
         HWAF_RAISE(PROV(src), HWAF_R_MALLOC_FAILURE, NULL);
