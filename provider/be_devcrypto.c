@@ -59,9 +59,22 @@
 /*
  * The largest operation the device has accepted: lowered when an operation
  * fails with ENOMEM/E2BIG (a CUSE device cannot move more than its request
- * size), shared by every object since it is a property of the device.
+ * size; a kernel short of memory cannot map a large one), shared by every
+ * object since it is a property of the device.  A refusal may be passing,
+ * so the limit does not stay down for the life of the process: once
+ * dc_probe_wait requests have been sized since the limit last moved, a
+ * request larger than the limit tries up to twice it (dc_max_try).
+ * Accepted, the limit rises to what went through; refused, the next try
+ * waits twice as many requests (up to DC_PROBE_LAST), so a device whose
+ * limit is real costs one refused request per doubling of the work, never
+ * a loop.  Only paths that retry a refused request in smaller pieces (or,
+ * for GCM, in software) try; a hash's final does not.
  */
+#define DC_PROBE_FIRST 64u
+#define DC_PROBE_LAST (1u << 20)
 static unsigned int dc_op_limit = DC_OP_MAX;
+static unsigned int dc_probe_wait = DC_PROBE_FIRST;
+static unsigned int dc_probe_count;
 
 struct hwaf_be_cipher_st {
     const hwaf_impl *impl;
@@ -131,6 +144,8 @@ typedef struct dc_pool_st {
     hwaf_be_md *idle[DC_POOL_MAX];
 } dc_pool;
 
+static void dc_took(size_t len);
+
 /*
  * One CIOCCRYPT of hwaf's work (not the probe's), counted on success: an
  * operation in hwaf-devcrypto-ops is one kernel request.
@@ -141,8 +156,10 @@ static int dc_op(hwaf_kind kind, int fd, uint32_t ses, int op, int flags,
 {
     int r = dc_crypt(fd, ses, op, flags, iv, src, dst, len, mac);
 
-    if (r == 0)
+    if (r == 0) {
         hwaf_stats_add(HWAF_BE_DEVCRYPTO, kind, len);
+        dc_took(len);
+    }
     return r;
 }
 
@@ -151,33 +168,75 @@ static unsigned int dc_limit(void)
     return __atomic_load_n(&dc_op_limit, __ATOMIC_RELAXED);
 }
 
-/* The largest request for one implementation: the device's limit found so
- * far, and the driver's (request_max, docs/config.md) when it has one. */
-static size_t dc_max(const hwaf_impl *impl)
+static size_t dc_cap(const hwaf_impl *impl, size_t max)
 {
-    size_t max = dc_limit();
-
     if (impl->drv.req_max != 0 && impl->drv.req_max < max)
         max = impl->drv.req_max;
     return max;
 }
 
+/* The largest request for one implementation: the device's limit found so
+ * far, and the driver's (request_max, docs/config.md) when it has one. */
+static size_t dc_max(const hwaf_impl *impl)
+{
+    return dc_cap(impl, dc_limit());
+}
+
+/* The same for a path that retries a refused request smaller: above the
+ * learned limit when it is time to try again. */
+static size_t dc_max_try(const hwaf_impl *impl)
+{
+    unsigned int lim = dc_limit();
+
+    if (lim < DC_OP_MAX
+        && __atomic_add_fetch(&dc_probe_count, 1, __ATOMIC_RELAXED)
+           >= __atomic_load_n(&dc_probe_wait, __ATOMIC_RELAXED))
+        return dc_cap(impl, lim > DC_OP_MAX / 2 ? DC_OP_MAX : 2 * (size_t)lim);
+    return dc_cap(impl, lim);
+}
+
+/* After an operation of len bytes went through: a try above the limit
+ * raises it (to whole DC_OP_MIN, which keeps pieces whole blocks). */
+static void dc_took(size_t len)
+{
+    unsigned int lim = dc_limit(), now;
+
+    if (len < (size_t)lim + DC_OP_MIN)
+        return;
+    now = len >= DC_OP_MAX ? DC_OP_MAX : (unsigned int)len & ~(DC_OP_MIN - 1);
+    __atomic_store_n(&dc_op_limit, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&dc_probe_count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&dc_probe_wait, DC_PROBE_FIRST, __ATOMIC_RELAXED);
+    HWAF_DEBUG("device took %zu bytes in one operation; limit now %u", len, now);
+}
+
 /*
  * After a failure of an operation of len bytes: 1 when the device probably
- * refused the size and the limit was lowered (retry in smaller pieces).
+ * refused the size and the limit was lowered, or a try above it was
+ * refused (retry in smaller pieces).
  */
 static int dc_too_large(int err, size_t len)
 {
-    unsigned int want;
+    unsigned int want, wait;
 
     if ((err != -ENOMEM && err != -E2BIG) || len <= DC_OP_MIN)
         return 0;
-    if (len > dc_limit())
-        return 1;  /* lowered meanwhile by another operation */
+    __atomic_store_n(&dc_probe_count, 0, __ATOMIC_RELAXED);
+    if (len > dc_limit()) {
+        /* a try above the limit (or the limit lowered meanwhile) */
+        wait = __atomic_load_n(&dc_probe_wait, __ATOMIC_RELAXED);
+        if (wait < DC_PROBE_LAST)
+            __atomic_store_n(&dc_probe_wait, 2 * wait, __ATOMIC_RELAXED);
+        HWAF_DEBUG("device refused %zu bytes in one operation again; limit stays %u, "
+                   "next try after %u requests", len, dc_limit(),
+                   wait < DC_PROBE_LAST ? 2 * wait : wait);
+        return 1;
+    }
     want = (unsigned int)(len / 2) & ~(DC_OP_MIN - 1);
     if (want < DC_OP_MIN)
         want = DC_OP_MIN;
     __atomic_store_n(&dc_op_limit, want, __ATOMIC_RELAXED);
+    __atomic_store_n(&dc_probe_wait, DC_PROBE_FIRST, __ATOMIC_RELAXED);
     HWAF_DEBUG("device refused %zu bytes in one operation; limit now %u",
                len, want);
     return 1;
@@ -586,7 +645,7 @@ static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
 
     memcpy(cur, iv, DC_BLOCK);
     while (len > 0) {
-        max = dc_max(s->impl);
+        max = dc_max_try(s->impl);
         if (!dc_aligned(out, s->align) && max > DC_BOUNCE)
             max = DC_BOUNCE;
         n = len < max ? len : max;
@@ -689,7 +748,9 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
         memcpy(last, in + bulk, DC_BLOCK);
         memcpy(tail, in + bulk + DC_BLOCK, b);
     }
-    piece = dc_max(s->impl) < DC_BOUNCE ? dc_max(s->impl) : DC_BOUNCE;
+    piece = dc_max_try(s->impl);
+    if (piece > DC_BOUNCE)
+        piece = DC_BOUNCE;
     if (bulk > 0) {
         n = bulk < piece ? bulk : piece;
         buf = dc_aligned_alloc(s->align, n);
@@ -765,7 +826,7 @@ static int dc_xts_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                    "%zu bytes", len);
         return 0;
     }
-    if (len % DC_BLOCK == 0 && len <= dc_max(s->impl)) {
+    if (len % DC_BLOCK == 0 && len <= dc_max_try(s->impl)) {
         r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, iv, in,
                          out, len);
         if (r == 0)
@@ -1102,7 +1163,7 @@ static int dc_md_feed(hwaf_be_md *s, const unsigned char *in, size_t len)
         return 0;
     }
     while (len > 0) {
-        max = dc_max(s->impl);
+        max = dc_max_try(s->impl);
         if (max > DC_BOUNCE)
             max = DC_BOUNCE;
         n = len < max ? len : max;
@@ -1360,7 +1421,7 @@ static size_t dc_aead_max(hwaf_be_aead *s, size_t aadlen)
 {
     if (aadlen > CRYPTODEV_AEAD_MAX_AAD)
         return 0;
-    return dc_max(s->impl) - HWAF_GCM_TAG;
+    return dc_max_try(s->impl) - HWAF_GCM_TAG;
 }
 
 /*
@@ -1425,6 +1486,7 @@ static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
         return 0;
     }
     hwaf_stats_add(HWAF_BE_DEVCRYPTO, HWAF_KIND_AEAD, aadlen + len);
+    dc_took(need);
     if (len > 0)
         memcpy(out, s->buf, len);
     if (enc)

@@ -7,6 +7,10 @@
  *   DevcryptoCounters*  hwaf-devcrypto-ops counts kernel requests: one
  *                    CIOCCRYPT is one operation, a held-back update that
  *                    travels with the final included.
+ *   DevcryptoLimit*  the largest request hwaf learns from a refusal
+ *                    (ENOMEM) rises again once the refusal has passed, and
+ *                    a refusal that lasts is tried again rarely, not in a
+ *                    loop (the CUSE device's --size-limit file).
  *   DevcryptoPages*  hash data in a buffer whose last page is read-only:
  *                    hwaf never hands the module such a buffer in place
  *                    (cryptodev-linux leaks pinned pages on it).  The CUSE
@@ -298,6 +302,143 @@ TEST_F(DevcryptoCounters, OneIoctlIsOneOperation)
     ASSERT_TRUE(cipher_oneshot(ch.get(), 1, key, iv, pt, &ct, 0));
     EXPECT_EQ(ops() - o0, 1u);
     EXPECT_EQ(bytes() - b0, 4096u);
+}
+
+/*
+ * The learned request limit (be_devcrypto.c): the CUSE device refuses
+ * requests over a size while its --size-limit file (HWAF_CUSE_SIZE_LIMIT,
+ * set by with-devcrypto) holds one.  One AES-128-CBC stream forced to the
+ * kernel, updates of 32 KiB, every output compared with the default
+ * provider's; hwaf-devcrypto-ops counts the requests of each update.
+ */
+class DevcryptoLimit : public DevcryptoTest {
+protected:
+    static constexpr size_t kUpdate = 32768;
+
+    void SetUp() override
+    {
+        DevcryptoTest::SetUp();
+        if (HasFatalFailure() || IsSkipped())
+            return;
+        const char *c = getenv("HWAF_CUSE_SIZE_LIMIT");
+        ASSERT_TRUE(c != nullptr && *c != '\0')
+            << "needs the CUSE device of test/cuse/with-devcrypto (HWAF_CUSE_SIZE_LIMIT)";
+        ctl_ = c;
+        unlink(ctl_.c_str());
+        unlink((ctl_ + ".refused").c_str());
+        need_cipher("AES-128-CBC", &h_, &d_);
+        if (!h_)
+            return;
+        Bytes key = random_bytes(16), iv = random_bytes(16);
+        int force = 1;
+        OSSL_PARAM p[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_END };
+        hc_.reset(EVP_CIPHER_CTX_new());
+        dc_.reset(EVP_CIPHER_CTX_new());
+        ASSERT_TRUE(EVP_EncryptInit_ex2(hc_.get(), h_.get(), key.data(), iv.data(), p));
+        ASSERT_TRUE(EVP_EncryptInit_ex2(dc_.get(), d_.get(), key.data(), iv.data(), nullptr));
+        in_ = random_bytes(kUpdate);
+    }
+    void TearDown() override
+    {
+        if (!ctl_.empty()) {
+            unlink(ctl_.c_str());
+            unlink((ctl_ + ".refused").c_str());
+        }
+        DevcryptoTest::TearDown();
+    }
+    void limit(long n)
+    {
+        FILE *f = fopen(ctl_.c_str(), "w");
+        ASSERT_TRUE(f != nullptr);
+        fprintf(f, "%ld %ld\n", n, (long)getpid());  /* this process only */
+        fclose(f);
+    }
+    void no_limit() { unlink(ctl_.c_str()); }
+    /* Requests the device refused since the test began. */
+    int refused()
+    {
+        FILE *f = fopen((ctl_ + ".refused").c_str(), "r");
+        int n = 0, ch;
+        if (f == nullptr)
+            return 0;
+        while ((ch = fgetc(f)) != EOF)
+            n += ch == '\n';
+        fclose(f);
+        return n;
+    }
+    /* One update of the stream, checked; the requests it took (0 on a
+     * failure, recorded). */
+    uint64_t update()
+    {
+        uint64_t o0 = 0, o1 = 0;
+        Bytes got(kUpdate), want(kUpdate);
+        int gl = 0, wl = 0;
+        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_OPS, &o0));
+        bool ok = EVP_EncryptUpdate(hc_.get(), got.data(), &gl, in_.data(), (int)kUpdate)
+                  && EVP_EncryptUpdate(dc_.get(), want.data(), &wl, in_.data(), (int)kUpdate);
+        EXPECT_TRUE(ok);
+        EXPECT_TRUE(gl == wl && got == want) << "bytes differ from the default provider's";
+        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_OPS, &o1));
+        return ok && !HasFailure() ? o1 - o0 : 0;
+    }
+    /* Updates until one goes in one request; how many it took (-1: not
+     * within max). */
+    int until_one_request(int max)
+    {
+        for (int i = 1; i <= max; i++) {
+            uint64_t n = update();
+            if (n == 0)
+                return -1;
+            if (n == 1)
+                return i;
+        }
+        return -1;
+    }
+
+    std::string ctl_;
+    CipherPtr h_, d_;
+    CtxPtr hc_, dc_;
+    Bytes in_;
+};
+
+TEST_F(DevcryptoLimit, PassingRefusalDoesNotCapTheProcess)
+{
+    if (!h_)
+        return;
+    /* Whatever earlier tests left: 32 KiB in one request to start with. */
+    ASSERT_GT(until_one_request(1000), 0);
+    /* A passing shortage: the device refuses more than 4 KiB, once. */
+    limit(4096);
+    EXPECT_EQ(update(), 8u) << "refused at 32, 16 and 8 KiB, then in pieces of 4 KiB";
+    EXPECT_EQ(refused(), 3);
+    no_limit();
+    /* It tries larger requests again: back to one request per update. */
+    int n = until_one_request(400);
+    EXPECT_GT(n, 0) << "the learned limit never rose again";
+    printf("    one request per update again after %d updates\n", n);
+    EXPECT_EQ(refused(), 3);
+}
+
+TEST_F(DevcryptoLimit, LastingRefusalIsTriedAgainRarely)
+{
+    if (!h_)
+        return;
+    ASSERT_GT(until_one_request(1000), 0);
+    limit(16384);
+    uint64_t last = 0;
+    for (int i = 0; i < 300 && !HasFailure(); i++)
+        last = update();
+    EXPECT_EQ(last, 2u) << "pieces of 16 KiB";
+    int r = refused();
+    printf("    %d requests of 600 refused\n", r);
+    /* The first refusal, then tries after 64, 128 and 256 more requests. */
+    EXPECT_GE(r, 2) << "never tried a larger request again";
+    EXPECT_LE(r, 6) << "tried again too often";
+    /* And once the device takes more again, so does hwaf. */
+    no_limit();
+    int n = until_one_request(1000);
+    EXPECT_GT(n, 0);
+    printf("    one request per update again after %d updates\n", n);
 }
 
 } // namespace

@@ -28,6 +28,12 @@
  *   --alignmask N      report this alignmask (default 0)
  *   --refuse LIST      refuse sessions for these kernel algorithm names
  *   --no-cphash        refuse CIOCCPHASH (modules before 1.10)
+ *   --size-limit FILE  while FILE holds "N PID", fail CIOCCRYPT and
+ *                      CIOCAUTHCRYPT requests of more than N bytes from
+ *                      thread PID with ENOMEM, as a kernel short of memory
+ *                      does, and append each refused length to
+ *                      FILE.refused (a test writes and removes FILE while
+ *                      the device runs; other processes are not touched)
  *
  * Driver names are "cuse-" plus the kernel name with punctuation turned into
  * dashes: "cuse-cbc-aes", "cuse-sha256".
@@ -83,6 +89,7 @@ static const char *opt_hw = "";
 static const char *opt_refuse = "";
 static unsigned int opt_alignmask;
 static int opt_no_cphash;
+static const char *opt_size_limit;
 
 /* 1 when name is in the comma-separated list (or the list is "all"). */
 static int in_list(const char *list, const char *name)
@@ -517,6 +524,32 @@ static int mixed_pages(pid_t pid, uintptr_t p, size_t len)
     return bad || at < end;
 }
 
+/* --size-limit: 1 when a request of len bytes from req's caller is to be
+ * refused now. */
+static int size_refused(fuse_req_t req, size_t len)
+{
+    char line[64], path[4200];
+    unsigned long long n;
+    long pid;
+    int refuse = 0;
+    FILE *f;
+
+    if (opt_size_limit == NULL || (f = fopen(opt_size_limit, "r")) == NULL)
+        return 0;
+    if (fgets(line, sizeof(line), f) != NULL && sscanf(line, "%llu %ld", &n, &pid) == 2
+        && len > n && pid == (long)fuse_req_ctx(req)->pid)
+        refuse = 1;
+    fclose(f);
+    if (refuse) {
+        snprintf(path, sizeof(path), "%s.refused", opt_size_limit);
+        if ((f = fopen(path, "a")) != NULL) {
+            fprintf(f, "%zu\n", len);
+            fclose(f);
+        }
+    }
+    return refuse;
+}
+
 static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
                      const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
@@ -554,6 +587,10 @@ static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
         return;
     }
     outlen = x.dst + x.mac + x.ivout;
+    if (in_bufsz == sizeof(cop) && out_bufsz == 0 && size_refused(req, cop.len)) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
     if (in_bufsz == sizeof(cop) && out_bufsz == 0 && (x.src + x.iv + outlen) != 0) {
         /* Second round: ask for the data and the output areas. */
         in[nin++] = (struct iovec){ arg, sizeof(cop) };
@@ -676,6 +713,11 @@ static void do_auth(fuse_req_t req, dev_file *f, void *arg,
                 "at %p is not writable throughout: refused\n", cop.len,
                 (void *)cop.src);
         fuse_reply_err(req, EFAULT);
+        return;
+    }
+    if (in_bufsz == sizeof(cop) && out_bufsz == 0
+        && size_refused(req, cop.op == COP_ENCRYPT ? dstlen : cop.len)) {
+        fuse_reply_err(req, ENOMEM);
         return;
     }
     if (in_bufsz == sizeof(cop) && out_bufsz == 0) {
@@ -891,7 +933,7 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--name NAME] [--hw LIST|all] [--alignmask N]\n"
-            "          [--refuse LIST] [--no-cphash] [FUSE options]\n", prog);
+            "          [--refuse LIST] [--no-cphash] [--size-limit FILE] [FUSE options]\n", prog);
 }
 
 int main(int argc, char **argv)
@@ -918,6 +960,8 @@ int main(int argc, char **argv)
             opt_alignmask = (unsigned int)strtoul(argv[++i], NULL, 0);
         } else if (strcmp(argv[i], "--no-cphash") == 0) {
             opt_no_cphash = 1;
+        } else if (strcmp(argv[i], "--size-limit") == 0 && i + 1 < argc) {
+            opt_size_limit = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(argv[0]);
             free(fargv);
