@@ -436,8 +436,10 @@ static double now_sec(void)
 /*
  * Does splicing pay on this kernel?  Kernels that copy spliced skcipher data
  * anyway (AF_ALG's zero-copy was removed upstream in 2026) make the splice
- * path strictly more work.  Measured once per process, at the first aligned
- * operation of at least zerocopy_min bytes of a CPU driver: best of a few
+ * path strictly more work.  The calibration file's verdict for the driver
+ * answers when it has one (hwaf_threshold_assign: impl->zerocopy is then 0
+ * or 1 and this is never asked); otherwise measured once per process, at
+ * the first aligned operation of at least zerocopy_min bytes of a CPU driver: best of a few
  * runs of each path, on a session of its own (never the caller's: its
  * socket may be mid-operation after a failure, and its driver may be an
  * engine), over no more than the caller's own length.

@@ -6,6 +6,9 @@
  * The file, one implementation a line, '#' starts a comment:
  *   hwaf-calibration 1
  *   <OpenSSL name> <backend> <driver> <throughput bytes|never> <cpu bytes|never>
+ *   zerocopy <backend> <driver> splice|copy
+ * The zerocopy lines hold the verdict zerocopy = auto would otherwise
+ * measure once per process (be_afalg.c), per driver.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -23,9 +26,15 @@ typedef struct {
     size_t min[2];   /* [HWAF_POLICY_*] */
 } calib_line;
 
+typedef struct {
+    char backend[16], driver[HWAF_DRIVER_NAME_MAX];
+    int splice;
+} calib_zc;
+
 struct hwaf_calib_st {
-    int n;
+    int n, nzc;
     calib_line l[CALIB_MAX_LINES];
+    calib_zc zc[CALIB_MAX_LINES];
 };
 
 const char *const hwaf_src_names[] = {
@@ -98,6 +107,29 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
             header = 1;
             continue;
         }
+        if (strcmp(w[0], "zerocopy") == 0) {
+            calib_zc *z = &c->zc[c->nzc];
+
+            if (nw != 4 || (strcmp(w[3], "splice") != 0 && strcmp(w[3], "copy") != 0)) {
+                snprintf(err, errlen, "%s:%d: expected zerocopy <backend> <driver> "
+                         "splice|copy", path, lineno);
+                goto bad;
+            }
+            if (c->nzc == CALIB_MAX_LINES) {
+                snprintf(err, errlen, "%s:%d: more than %d zerocopy lines", path, lineno,
+                         CALIB_MAX_LINES);
+                goto bad;
+            }
+            if (strlen(w[1]) >= sizeof(z->backend)) {
+                snprintf(err, errlen, "%s:%d: name too long", path, lineno);
+                goto bad;
+            }
+            strcpy(z->backend, w[1]);
+            strcpy(z->driver, w[2]);
+            z->splice = strcmp(w[3], "splice") == 0;
+            c->nzc++;
+            continue;
+        }
         if (nw != 5) {
             snprintf(err, errlen, "%s:%d: expected <name> <backend> <driver> "
                      "<throughput bytes|never> <cpu bytes|never>", path, lineno);
@@ -129,7 +161,8 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
         goto bad;
     }
     fclose(f);
-    HWAF_DEBUG("calibration: %d thresholds from %s", c->n, path);
+    HWAF_DEBUG("calibration: %d thresholds and %d zero-copy verdicts from %s", c->n,
+               c->nzc, path);
     *out = c;
     return 1;
  bad:
@@ -157,6 +190,18 @@ static const calib_line *calib_find(const hwaf_calib *c, const hwaf_impl *impl)
     return NULL;
 }
 
+/* The file's zero-copy verdict for impl's driver: 1 splice, 0 copy, -1 none. */
+static int calib_zerocopy(const hwaf_calib *c, const hwaf_impl *impl)
+{
+    int i;
+
+    for (i = 0; c != NULL && i < c->nzc; i++)
+        if (strcmp(c->zc[i].backend, impl->be->name) == 0
+            && strcmp(c->zc[i].driver, impl->drv.name) == 0)
+            return c->zc[i].splice;
+    return -1;
+}
+
 /*
  * Without a calibration: a driver on the CPU does through the kernel what
  * OpenSSL does in the process, plus system calls, so it never pays; for an
@@ -165,6 +210,15 @@ static const calib_line *calib_find(const hwaf_calib *c, const hwaf_impl *impl)
 void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg)
 {
     const calib_line *l;
+    int zc;
+
+    /* zerocopy = auto: the calibration's verdict for the driver when it has
+     * one; else the backend measures once, at run time. */
+    if (impl->zerocopy < 0 && (zc = calib_zerocopy(cfg->calib, impl)) >= 0) {
+        impl->zerocopy = zc;
+        HWAF_DEBUG("calibration: %s via %s %s: zero-copy %s (cached)", impl->alg->kname,
+                   impl->be->name, impl->drv.name, zc ? "splice" : "copy");
+    }
 
     if (impl->soft == NULL) {
         impl->offload_min = 0;

@@ -86,7 +86,8 @@ typedef struct hwaf_config_st {
 /*
  * Offload thresholds (hwaf_calib.c).  A calibration file holds, per
  * implementation, the smallest operation worth sending to the kernel under
- * each policy; hwaf-info --calibrate measures and writes it.
+ * each policy, and per driver whether zero-copy pays; hwaf-info
+ * --calibrate measures and writes it.
  */
 enum { HWAF_POLICY_THROUGHPUT = 0, HWAF_POLICY_CPU = 1 };
 typedef struct hwaf_calib_st hwaf_calib;
@@ -94,7 +95,8 @@ typedef struct hwaf_calib_st hwaf_calib;
  * sentence naming the line in err. */
 int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen);
 void hwaf_calib_free(hwaf_calib *c);
-/* Set impl->offload_min and offload_src from the configuration. */
+/* Set impl->offload_min and offload_src from the configuration, and with
+ * zerocopy = auto impl->zerocopy from the calibration's verdict, if any. */
 void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg);
 /* "never", or the number of bytes, into buf. */
 const char *hwaf_threshold_text(size_t v, char *buf, size_t len);

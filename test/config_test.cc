@@ -107,6 +107,35 @@ TEST_F(Zerocopy, AutoGivesRightBytesEitherWay)
     run_cbc(lib, 256 * 1024, 0);
 }
 
+/* zerocopy = auto with a calibration file that has a verdict for the
+ * driver: the file decides, either way, and no measurement runs. */
+TEST_F(Zerocopy, CalibrationVerdictIsUsed)
+{
+    std::string drv;
+    {
+        LibCtx lib(make_config("zerocopy = auto\n"));
+        ASSERT_TRUE(lib.hwaf_loaded()) << lib.load_errors();
+        CipherPtr h(EVP_CIPHER_fetch(lib.get(), "AES-128-CBC", "provider=hwaf,hwaf.backend=afalg"));
+        ASSERT_TRUE(h);
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        Bytes key(16, 1), iv(16, 2);
+        ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr));
+        drv = ctx_param_str(c.get(), HWAF_PARAM_DRIVER);
+        ASSERT_FALSE(drv.empty());
+    }
+    for (const char *verdict : {"splice", "copy", "splice"}) {
+        std::string path = write_temp_file("calibration", std::string("hwaf-calibration 1\n")
+                                                              + "zerocopy afalg " + drv + " "
+                                                              + verdict + "\n");
+        LibCtx lib(make_config("zerocopy = auto\ncalibration = " + path + "\n"));
+        ASSERT_TRUE(lib.hwaf_loaded()) << lib.load_errors();
+        bool splice = strcmp(verdict, "splice") == 0;
+        EXPECT_EQ(run_cbc(lib, 256 * 1024, 0), splice ? 256u * 1024 : 0u) << verdict;
+        EXPECT_EQ(run_cbc(lib, 1024 * 1024, 0), splice ? 1024u * 1024 : 0u) << verdict;
+        EXPECT_EQ(run_cbc(lib, 32 * 1024, 0), 0u) << "under zerocopy_min";
+    }
+}
+
 TEST(HostZerocopyConfig, BadValuesAreRefused)
 {
     for (const char *bad : {"zerocopy = maybe\n", "zerocopy_min = 12\n", "zerocopy_min = lots\n",

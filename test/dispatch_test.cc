@@ -1165,6 +1165,9 @@ TEST_F(HostDispatchConfig, MalformedCalibrationFilesAreCleanErrors)
         {"hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni 1024\n", ":2: expected <name>"},
         {"hwaf-calibration 1\n# fine\nAES-128-CBC afalg cbc-aes-aesni 1k never\n", ":3: threshold"},
         {"hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni -5 7\n", ":2: threshold"},
+        {"hwaf-calibration 1\nzerocopy afalg cbc-aes-aesni maybe\n", ":2: expected zerocopy"},
+        {"hwaf-calibration 1\nzerocopy afalg cbc-aes-aesni\n", ":2: expected zerocopy"},
+        {"hwaf-calibration 1\nzerocopy afalg cbc-aes-aesni splice 4096\n", ":2: expected zerocopy"},
     };
     for (const Case &c : cases) {
         std::string path = write_temp_file("calibration", c.text);
@@ -1178,7 +1181,9 @@ TEST_F(HostDispatchConfig, MalformedCalibrationFilesAreCleanErrors)
     EXPECT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
     /* And a good one loads. */
     std::string path = write_temp_file("calibration", "hwaf-calibration 1\n"
-                                                      "AES-128-CBC afalg cbc-aes-aesni 4096 never # ok\n");
+                                                      "AES-128-CBC afalg cbc-aes-aesni 4096 never # ok\n"
+                                                      "zerocopy afalg cbc-aes-aesni copy\n"
+                                                      "zerocopy devcrypto cuse-cbc-aes splice\n");
     LibCtx good(make_config("calibration = " + path + "\npolicy = cpu\noffload_min = auto\n"));
     EXPECT_TRUE(good.config_ok() && good.hwaf_loaded()) << good.load_errors();
 }
