@@ -8,18 +8,24 @@
  *
  * Both paths are timed through the same hwaf context type, forced with the
  * hwaf-offload context parameter, so that the figures include everything
- * dispatch costs.  Sizes go from 16 B to 256 KiB.  The largest point is
- * above the smallest request limit hwaf applies to asynchronous and
- * hardware drivers (HWAF_REQ_MAX_ASYNC, 64 KiB; virtio-crypto stops at
- * 128 KiB): the mode layer sends it as several requests within the
- * driver's limit, as it sends any larger operation, so that the decision
- * for an engine whose lead over software grows with the size does not
- * rest on the one point (64 KiB) where it is narrowest.  Each size is
- * timed in rounds that alternate the two paths; the best round counts.
- * CPU time is the calling thread's: work an engine does outside the CPU
- * (virtio-crypto: in the host) does not count, the system calls do.
+ * dispatch costs.  Each size is timed in rounds of one timing of each path
+ * back to back, which one goes first alternating; the decision takes the
+ * median of the rounds' kernel/software ratios, so that a moment of load
+ * on a shared machine falls on both sides of a round and one bad round
+ * does not decide.  Sizes are taken from 256 KiB downwards and only as far
+ * as the answer needs (decide()), with 1 MiB too when 256 KiB is close.
+ * Points above the driver's request limit (HWAF_REQ_MAX_ASYNC, 64 KiB for
+ * engines; virtio-crypto stops at 128 KiB) go to the kernel as several
+ * requests, as the mode layer sends any larger operation, so that the
+ * decision for an engine whose lead over software grows with the size does
+ * not rest on the one point where it is narrowest.  CPU time is the
+ * calling thread's: work an engine does outside the CPU (virtio-crypto: in
+ * the host) does not count, the system calls do.
  */
+#define _GNU_SOURCE   /* dladdr */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +40,30 @@
 #include <hwaf/hwaf.h>
 #include "hwaf-calibrate.h"
 
-static const size_t sizes[] = { 16, 64, 256, 1024, 4096, 16384, 65536, 262144 };
+static const size_t sizes[] = { 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-#define ROUNDS 3
+#define TOP (NSIZES - 2)   /* 256 KiB: the largest size always measured */
+#define ROUNDS 5
+#define HW_ROUNDS 9   /* on an engine (decide()) */
 #define MIN_OPS 2
+/* The kernel wins a size when its median per-round cost is below WIN times
+ * software's; the 1 MiB point is measured too when the ratio at 256 KiB is
+ * below CLOSE without winning. */
+#define WIN 0.95
+#define CLOSE 1.15
 
 enum { KERNEL = 0, SOFT = 1 };
+enum { WALL = 0, CPU = 1 };
 typedef struct {
-    double wall[NSIZES][2], cpu[NSIZES][2];  /* seconds per operation, best round */
+    int state;               /* 0 not measured, 1 measured, -1 the kernel cannot
+                              * take it in one request (GCM): does not count */
+    int n;                   /* rounds so far: ROUNDS, HW_ROUNDS on an engine */
+    double c[2][2][HW_ROUNDS];  /* [WALL|CPU][KERNEL|SOFT][round]: seconds per op */
+    double cost[2][2];       /* [WALL|CPU][KERNEL|SOFT]: median seconds per op */
+    double ratio[2];         /* [WALL|CPU]: kernel/software, as decided */
+} point;
+typedef struct {
+    point p[NSIZES];
 } costs;
 
 static double now_wall(void)
@@ -62,7 +84,7 @@ static double now_cpu(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static unsigned char buf[262144 + 64], key[64], iv[16];
+static unsigned char shared_buf[1048576 + 64], key[64], iv[16];
 
 enum { KIND_CIPHER, KIND_DIGEST, KIND_GCM, KIND_HMAC };
 
@@ -74,6 +96,7 @@ typedef struct {
     EVP_MD_CTX *d;
     const EVP_MD *md;
     EVP_MAC_CTX *m;
+    unsigned char *buf;   /* the data, NULL: the shared buf */
 } target;
 
 /*
@@ -83,6 +106,7 @@ typedef struct {
  */
 static int op(const target *t, int force, size_t n)
 {
+    unsigned char *buf = t->buf != NULL ? t->buf : shared_buf;
     int outl;
     OSSL_PARAM p[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_END };
 
@@ -167,8 +191,128 @@ static EVP_MAC_CTX *hmac_ctx(EVP_MAC *mac, const char *digest, const char *drv)
     return NULL;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return v[n / 2];
+}
+
+/*
+ * Size i: nrounds more rounds, each one timing of each path back to back
+ * (which goes first alternates), so that a slow moment of the machine falls
+ * on both paths of a round.  The kernel/software ratio decided on is the
+ * median of the rounds' ratios; on an engine (hw) the ratio of each path's
+ * best round instead when that is smaller: time only ever gets added to a
+ * timing, and an engine working outside the CPU (virtio-crypto: a thread
+ * of the host) can be slowed for a while without software being slowed
+ * with it, which the pairing cannot cancel.  (On a CPU driver both paths
+ * run on the same CPU, and the best rounds of each, taken at different
+ * moments, would only add noise.)  0 when an operation failed (error
+ * queued).
+ */
+static int measure_point(const target t[2], int kind, int hw, size_t i, double budget,
+                         point *pt, int nrounds)
+{
+    double r[2][HW_ROUNDS], v[HW_ROUNDS], best[2];
+    int round, k, path, m, j;
+
+    for (round = pt->n; round < pt->n + nrounds; round++) {
+        for (k = 0; k < 2; k++) {
+            path = (k + round) % 2;
+            if (!time_op(&t[path], path == KERNEL ? 1 : 0, sizes[i], budget,
+                         &pt->c[WALL][path][round], &pt->c[CPU][path][round])) {
+                /* A GCM message larger than the kernel takes in one
+                 * request is computed in software whatever the
+                 * threshold: that size does not count. */
+                if (kind != KIND_GCM || path != KERNEL || i == 0)
+                    return 0;
+                ERR_clear_error();
+                pt->state = -1;
+                return 1;
+            }
+        }
+    }
+    pt->n += nrounds;
+    for (m = 0; m < 2; m++) {
+        for (j = 0; j < pt->n; j++)
+            r[m][j] = pt->c[m][KERNEL][j] / (pt->c[m][SOFT][j] > 0 ? pt->c[m][SOFT][j] : 1e-12);
+        for (path = 0; path < 2; path++) {
+            memcpy(v, pt->c[m][path], sizeof(double) * (size_t)pt->n);
+            pt->cost[m][path] = median(v, pt->n);
+            best[path] = v[0];
+        }
+        pt->ratio[m] = median(r[m], pt->n);
+        if (hw && best[SOFT] > 0 && best[KERNEL] / best[SOFT] < pt->ratio[m])
+            pt->ratio[m] = best[KERNEL] / best[SOFT];
+    }
+    pt->state = 1;
+    return 1;
+}
+
+/*
+ * The thresholds, [WALL] for policy throughput and [CPU] for policy cpu,
+ * as indexes into sizes (-1: never): the smallest size from which the
+ * kernel wins (by WIN) at every measured size up to the largest.  Where
+ * the two are about even, software: it has no system calls to fail.
+ *
+ * A CPU driver: sizes are measured from 256 KiB down, ROUNDS rounds each,
+ * and no further than both measures need: below the first size where the
+ * kernel loses by both, nothing can change the answer (a CPU driver, whose
+ * kernel path does software's work plus system calls, is decided at
+ * 256 KiB alone); when the kernel is close at 256 KiB without winning,
+ * 1 MiB decides.  An engine (hw): every size from 16 B to 1 MiB, in
+ * HW_ROUNDS rounds that take the sizes in turn, so that a slow spell of
+ * the engine (longer than one size's rounds) falls on a round of every
+ * size instead of on all the rounds of one.
+ */
+static int decide(const target t[2], int kind, int hw, double budget, costs *r, int from[2])
+{
+    int i, m, round, scan[2] = { 1, 1 }, top = (int)TOP;
+    point *pt = &r->p[TOP];
+
+    memset(r, 0, sizeof(*r));
+    from[WALL] = from[CPU] = -1;
+    if (hw) {
+        top = (int)NSIZES - 1;
+        for (round = 0; round < HW_ROUNDS; round++)
+            for (i = top; i >= 0; i--)
+                if (r->p[i].state >= 0
+                    && !measure_point(t, kind, hw, (size_t)i, budget, &r->p[i], 1))
+                    return 0;
+    } else {
+        if (!measure_point(t, kind, hw, TOP, budget, pt, ROUNDS))
+            return 0;
+        for (m = 0; m < 2; m++)
+            if (pt->state == 1 && pt->ratio[m] >= WIN && pt->ratio[m] < CLOSE)
+                top = (int)NSIZES - 1;
+    }
+    for (i = top; i >= 0 && (scan[WALL] || scan[CPU]); i--) {
+        pt = &r->p[i];
+        if (pt->state == 0 && !measure_point(t, kind, hw, (size_t)i, budget, pt, ROUNDS))
+            return 0;
+        if (pt->state < 0)
+            continue;
+        for (m = 0; m < 2; m++) {
+            if (!scan[m])
+                continue;
+            if (pt->ratio[m] < WIN)
+                from[m] = i;
+            else
+                scan[m] = 0;
+        }
+    }
+    return 1;
+}
+
 static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const char *propq,
-                   int kind, double budget, costs *r)
+                   int kind, int hw, double budget, costs *r, int from[2])
 {
     static const char *const digests[] = { "SHA1", "SHA2-224", "SHA2-256", "SHA2-384",
                                            "SHA2-512" };
@@ -177,7 +321,7 @@ static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const c
     EVP_MAC *mac = NULL;
     target t[2];
     size_t i;
-    int round, k, path, ok = 0;
+    int k, ok = 0;
 
     memset(t, 0, sizeof(t));
     t[KERNEL].kind = t[SOFT].kind = kind;
@@ -201,32 +345,7 @@ static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const c
             || (t[SOFT].c = cipher_ctx(ciph, 0)) == NULL)
             goto done;
     }
-    for (i = 0; i < NSIZES; i++)
-        for (path = 0; path < 2; path++)
-            r->wall[i][path] = r->cpu[i][path] = 1e9;
-    for (round = 0; round < ROUNDS; round++) {
-        for (i = 0; i < NSIZES; i++) {
-            for (k = 0; k < 2; k++) {
-                double w, u;
-
-                path = (k + round) % 2;   /* alternate which path goes first */
-                if (!time_op(&t[path], path == KERNEL ? 1 : 0, sizes[i], budget, &w, &u)) {
-                    /* A GCM message larger than the kernel takes in one
-                     * request is computed in software whatever the
-                     * threshold: that size does not count (shown as 0). */
-                    if (kind != KIND_GCM || path != KERNEL || i == 0)
-                        goto done;
-                    ERR_clear_error();
-                    w = u = 0;
-                }
-                if (w < r->wall[i][path])
-                    r->wall[i][path] = w;
-                if (u < r->cpu[i][path])
-                    r->cpu[i][path] = u;
-            }
-        }
-    }
-    ok = 1;
+    ok = decide(t, kind, hw, budget, r, from);
  done:
     for (k = 0; k < 2; k++) {
         EVP_CIPHER_CTX_free(t[k].c);
@@ -239,24 +358,184 @@ static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const c
     return ok;
 }
 
-/*
- * The threshold: the smallest size from which the kernel is clearly
- * cheaper (by MARGIN) at every measured size up to the largest; 0 when it
- * is from the smallest; "never" when it is not at the largest.  Where the
- * two are about even, software: it has no system calls to fail.
- */
-#define MARGIN 0.9
-static const char *crossover(const double v[NSIZES][2], char *out, size_t len)
+static const char *threshold_text(int from, char *out, size_t len)
 {
-    int i, from = -1;
-
-    for (i = (int)NSIZES - 1; i >= 0 && v[i][KERNEL] < MARGIN * v[i][SOFT]; i--)
-        from = i;
     if (from < 0)
         snprintf(out, len, "never");
     else
         snprintf(out, len, "%zu", from == 0 ? (size_t)0 : sizes[from]);
     return out;
+}
+
+/* One comment line of figures: per size, kernel/software (us per
+ * operation, medians), "-" where not measured. */
+static void print_costs(FILE *f, const char *what, const costs *r, int m)
+{
+    size_t i;
+
+    fprintf(f, "%s", what);
+    for (i = 0; i < NSIZES; i++) {
+        const point *pt = &r->p[i];
+
+        if (pt->state == 0)
+            fprintf(f, " -");
+        else if (pt->state < 0)
+            fprintf(f, " -/-");
+        else
+            fprintf(f, " %.1f/%.1f", pt->cost[m][KERNEL] * 1e6, pt->cost[m][SOFT] * 1e6);
+    }
+    fprintf(f, "\n");
+}
+
+/*
+ * zerocopy = auto's verdict, per AF_ALG cipher driver: hwaf loaded twice
+ * more, in library contexts of their own, with zerocopy = yes and with
+ * zerocopy = no; one page-aligned update of ZC_LEN bytes forced to the
+ * kernel through each, in ROUNDS rounds that alternate which goes first;
+ * splice when its median per round is below WIN times copy's (the
+ * measurement the provider otherwise makes once per process, be_afalg.c).
+ */
+#define ZC_LEN (256u * 1024)
+
+static OSSL_LIB_CTX *zc_lib(OSSL_PROVIDER *hwaf, const char *mode)
+{
+    const OSSL_DISPATCH *d = OSSL_PROVIDER_get0_dispatch(hwaf);
+    Dl_info where;
+    char module[PATH_MAX];
+    char path[4096];
+    const char *dir = getenv("TMPDIR");
+    OSSL_LIB_CTX *lib;
+    FILE *f;
+    int fd, ok;
+
+    /* the module hwaf-info loaded, wherever the configuration found it */
+    if (d == NULL || dladdr((const void *)d, &where) == 0 || where.dli_fname == NULL
+        || realpath(where.dli_fname, module) == NULL)
+        return NULL;   /* (a relative name would be taken inside the modules directory) */
+    snprintf(path, sizeof(path), "%s/hwaf-calibrate.XXXXXX",
+             dir != NULL && *dir != '\0' ? dir : "/tmp");
+    if ((fd = mkstemp(path)) < 0)
+        return NULL;
+    if ((f = fdopen(fd, "w")) == NULL) {
+        close(fd);
+        unlink(path);
+        return NULL;
+    }
+    fprintf(f, "openssl_conf = c\n[c]\nproviders = p\n[p]\n" HWAF_PROVIDER_NAME " = h\n"
+            "default = d\n[d]\nactivate = 1\n[h]\nmodule = %s\nzerocopy = %s\n"
+            "activate = 1\n", module, mode);
+    ok = fclose(f) == 0;
+    lib = OSSL_LIB_CTX_new();
+    if (lib != NULL && (!ok || !OSSL_LIB_CTX_load_config(lib, path))) {
+        OSSL_LIB_CTX_free(lib);
+        lib = NULL;
+    }
+    unlink(path);
+    return lib;
+}
+
+/* A context of lib's hwaf name on driver drv, forced to the kernel. */
+static EVP_CIPHER_CTX *zc_ctx(OSSL_LIB_CTX *lib, const char *name, const char *drv,
+                              const char *propq)
+{
+    EVP_CIPHER *ciph = EVP_CIPHER_fetch(lib, name, propq);
+    EVP_CIPHER_CTX *c = ciph != NULL ? cipher_ctx(ciph, 1) : NULL;
+    char got[128] = "";
+    OSSL_PARAM q[] = { OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, got, sizeof(got)),
+                       OSSL_PARAM_END };
+
+    EVP_CIPHER_free(ciph);
+    if (c != NULL && (!EVP_CIPHER_CTX_get_params(c, q) || strcmp(got, drv) != 0)) {
+        fprintf(stderr, "hwaf-info: zerocopy %s: the context is on \"%s\"\n", drv, got);
+        EVP_CIPHER_CTX_free(c);
+        c = NULL;
+    }
+    if (c == NULL)
+        ERR_print_errors_fp(stderr);
+    return c;
+}
+
+/* 1 splice, 0 copy, -1 not measured (why on stderr); us[2]: medians, splice
+ * and copy.  Decided on the median of the rounds' ratios (both paths go to
+ * the same driver). */
+static int zc_measure(OSSL_LIB_CTX *zl[2], const char *name, const char *drv,
+                      const char *propq, double budget, double us[2])
+{
+    static unsigned char *abuf;
+    EVP_CIPHER_CTX *c[2];
+    target t[2];
+    double w[2][ROUNDS], u, r[ROUNDS], ratio;
+    int k, round, path, verdict = -1;
+
+    if (abuf == NULL && posix_memalign((void **)&abuf, 4096, ZC_LEN) != 0)
+        return -1;
+    memset(abuf, 0x5a, ZC_LEN);
+    memset(t, 0, sizeof(t));
+    for (k = 0; k < 2; k++) {
+        c[k] = zc_ctx(zl[k], name, drv, propq);
+        t[k].kind = KIND_CIPHER;
+        t[k].c = c[k];
+        t[k].buf = abuf;
+    }
+    if (c[0] == NULL || c[1] == NULL) {
+        fprintf(stderr, "hwaf-info: zerocopy %s %s: no context on that driver\n", name, drv);
+        goto done;
+    }
+    for (round = 0; round < ROUNDS; round++) {
+        for (k = 0; k < 2; k++) {
+            path = (k + round) % 2;
+            if (!time_op(&t[path], 1, ZC_LEN, budget, &w[path][round], &u)) {
+                fprintf(stderr, "hwaf-info: zerocopy %s %s: an update failed\n", name, drv);
+                ERR_print_errors_fp(stderr);
+                goto done;
+            }
+        }
+        r[round] = w[0][round] / w[1][round];
+    }
+    ratio = median(r, ROUNDS);
+    us[0] = median(w[0], ROUNDS) * 1e6;
+    us[1] = median(w[1], ROUNDS) * 1e6;
+    verdict = ratio < WIN;
+ done:
+    for (k = 0; k < 2; k++)
+        EVP_CIPHER_CTX_free(c[k]);
+    return verdict;
+}
+
+/*
+ * The zerocopy line of drv (once per driver; no line when it could not be
+ * measured: the provider then measures at run time).  zl: the two library
+ * contexts, made on first need.
+ */
+static void zc_line(FILE *f, OSSL_PROVIDER *hwaf, OSSL_LIB_CTX *zl[2], const char *name,
+                    const char *drv, const char *propq, double budget)
+{
+    static char seen[64][128];
+    static int nseen;
+    double us[2];
+    int i, v;
+
+    for (i = 0; i < nseen; i++)
+        if (strcmp(seen[i], drv) == 0)
+            return;
+    if (nseen < 64)
+        snprintf(seen[nseen++], sizeof(seen[0]), "%s", drv);
+    if ((zl[0] == NULL && (zl[0] = zc_lib(hwaf, "yes")) == NULL)
+        || (zl[1] == NULL && (zl[1] = zc_lib(hwaf, "no")) == NULL)) {
+        fprintf(f, "# zerocopy afalg %s: hwaf did not load again\n", drv);
+        ERR_clear_error();
+        return;
+    }
+    v = zc_measure(zl, name, drv, propq, budget, us);
+    if (v < 0) {
+        fprintf(f, "# zerocopy afalg %s: could not be measured\n", drv);
+        return;
+    }
+    fprintf(f, "# zerocopy afalg %s: %s %u bytes, splice %.1f us, copy %.1f us\n", drv, name,
+            ZC_LEN, us[0], us[1]);
+    fprintf(f, "zerocopy afalg %s %s\n", drv, v ? "splice" : "copy");
+    if (f != stdout)
+        printf("  %-12s %-9s %-32s zerocopy %s\n", name, "afalg", drv, v ? "splice" : "copy");
 }
 
 /* Dispatch has a software path for all of these; what one operation is. */
@@ -314,11 +593,12 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
     struct utsname u;
     time_t t0 = time(NULL);
     double start = now_wall();
+    OSSL_LIB_CTX *zl[2] = { NULL, NULL };
     int n = 0, failed = 0;
     size_t i;
 
-    for (i = 0; i < sizeof(buf); i++)
-        buf[i] = (unsigned char)(i * 131 + 7);
+    for (i = 0; i < sizeof(shared_buf); i++)
+        shared_buf[i] = (unsigned char)(i * 131 + 7);
     for (i = 0; i < sizeof(key); i++)
         key[i] = (unsigned char)(i * 13 + 1);   /* XTS halves differ */
     for (i = 0; i < sizeof(iv); i++)
@@ -341,16 +621,19 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
     fprintf(f, "hwaf-calibration 1\n"
             "# written by hwaf-info --calibrate, kernel %s, %s"
             "# <name> <backend> <driver> <throughput bytes|never> <cpu bytes|never>\n"
-            "# measured per operation (us), kernel / software, wall and user+system CPU:\n"
-            "# size:", u.release, ctime(&t0));
+            "# zerocopy <backend> <driver> splice|copy\n"
+            "# per operation (us), kernel / software, wall and user+system CPU, medians of\n"
+            "# %d interleaved rounds, %d on an engine (\"-\": not needed, not measured):\n"
+            "# size:", u.release, ctime(&t0), ROUNDS, HW_ROUNDS);
     for (i = 0; i < NSIZES; i++)
         fprintf(f, " %zu", sizes[i]);
     fprintf(f, "\n");
     for (const char *l = algs; *l != '\0';) {
         size_t len = strcspn(l, "\n");
         char name[64], be[16], drv[128], hw[8], propq[128], tw[24], tc[24];
+        char what[256];
         costs r;
-        int kind;
+        int kind, from[2];
 
         snprintf(line, sizeof(line), "%.*s", (int)len, l);
         l += len + (l[len] == '\n');
@@ -358,24 +641,27 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
             || !dispatched(name, &kind))
             continue;
         snprintf(propq, sizeof(propq), "provider=hwaf,hwaf.backend=%s,hwaf.hw=%s", be, hw);
-        if (!measure(lib, name, drv, propq, kind, budget, &r)) {
+        if (!measure(lib, name, drv, propq, kind, strcmp(hw, "yes") == 0, budget, &r, from)) {
             fprintf(stderr, "hwaf-info: %s %s %s: could not be timed\n", name, be, drv);
             ERR_print_errors_fp(stderr);
             failed++;
             continue;
         }
-        fprintf(f, "# %s %s %s wall:", name, be, drv);
-        for (i = 0; i < NSIZES; i++)
-            fprintf(f, " %.1f/%.1f", r.wall[i][KERNEL] * 1e6, r.wall[i][SOFT] * 1e6);
-        fprintf(f, "\n# %s %s %s cpu: ", name, be, drv);
-        for (i = 0; i < NSIZES; i++)
-            fprintf(f, " %.1f/%.1f", r.cpu[i][KERNEL] * 1e6, r.cpu[i][SOFT] * 1e6);
-        fprintf(f, "\n%s %s %s %s %s\n", name, be, drv, crossover(r.wall, tw, sizeof(tw)),
-                crossover(r.cpu, tc, sizeof(tc)));
+        snprintf(what, sizeof(what), "# %s %s %s wall:", name, be, drv);
+        print_costs(f, what, &r, WALL);
+        snprintf(what, sizeof(what), "# %s %s %s cpu: ", name, be, drv);
+        print_costs(f, what, &r, CPU);
+        fprintf(f, "%s %s %s %s %s\n", name, be, drv,
+                threshold_text(from[WALL], tw, sizeof(tw)),
+                threshold_text(from[CPU], tc, sizeof(tc)));
         if (f != stdout)
             printf("  %-12s %-9s %-32s throughput %-6s cpu %s\n", name, be, drv, tw, tc);
         n++;
+        if (kind == KIND_CIPHER && strcmp(be, "afalg") == 0)
+            zc_line(f, hwaf, zl, name, drv, propq, budget);
     }
+    for (i = 0; i < 2; i++)
+        OSSL_LIB_CTX_free(zl[i]);
     if (f != stdout) {
         if (fclose(f) != 0 || (failed == 0 && rename(tmp, outfile) != 0)) {
             fprintf(stderr, "hwaf-info: cannot write %s: %s\n", outfile, strerror(errno));

@@ -257,7 +257,23 @@ policy = $policy"
         if [ "$policy" = throughput ]; then
             OPENSSL_CONF=$tmp/openssl.cnf check "hwaf-info --calibrate writes the configured file" \
                 "$HWAF_INFO" --calibrate --point-seconds 0.002
-            grep -v '^#' "$cal" | sed -n '2,$p' >"$tmp/cal.lines"
+            grep -v '^#' "$cal" | sed -n '2,$p' | grep -v '^zerocopy ' >"$tmp/cal.lines"
+            grep '^zerocopy ' "$cal" >"$tmp/cal.zc"
+            # zerocopy = auto's verdict, one line per AF_ALG cipher driver
+            # (the drivers of AES-128-CBC/CTR and AES-256-XTS at least).
+            nzc=0
+            while read -r _ be drv v; do
+                if [ "$be" = afalg ] && { [ "$v" = splice ] || [ "$v" = copy ]; } &&
+                    grep -q "^AES-[0-9]*-[A-Z]* afalg $drv " "$tmp/cal.lines"; then
+                    nzc=$((nzc + 1))
+                else
+                    bad "calibration file: zerocopy line for $drv: $be $v"
+                fi
+            done <"$tmp/cal.zc"
+            if grep -q '^AES-128-CBC afalg ' "$tmp/cal.lines"; then
+                [ "$nzc" -ge 3 ] && ok "calibration file: $nzc zerocopy verdicts" ||
+                    bad "calibration file: $nzc zerocopy lines, expected one per AF_ALG cipher driver"
+            fi
             head -n 1 "$cal" | grep -qx 'hwaf-calibration 1' && [ -s "$tmp/cal.lines" ] &&
                 ok "calibration file: header and $(wc -l <"$tmp/cal.lines") lines" ||
                 bad "calibration file malformed: $(head -c 300 "$cal")"
