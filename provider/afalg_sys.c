@@ -373,7 +373,7 @@ static int read_safely(int op, void *out, size_t len, int whole)
     return r;
 }
 
-int afalg_readv_all(int op, struct iovec *iov, int iovcnt)
+int afalg_readv_all(int op, struct iovec *iov, int iovcnt, int direct)
 {
     unsigned char *b = NULL;
     size_t want = 0, off = 0;
@@ -384,7 +384,7 @@ int afalg_readv_all(int op, struct iovec *iov, int iovcnt)
     for (i = 0; i < iovcnt; i++)
         want += iov[i].iov_len;
     /* Kernels before 6.5: into this thread's buffer, then scattered. */
-    if (afalg_read_bounced() && want > 0) {
+    if (!direct && afalg_read_bounced() && want > 0) {
         if ((b = bounce_get(want)) == NULL)
             return -ENOMEM;
         one.iov_base = b;

@@ -47,8 +47,10 @@ ssize_t afalg_send_aead(int op, int enc, const unsigned char *iv, size_t ivlen,
 int afalg_set_authsize(int tfm, size_t authsize);
 /* One readv() that must fill every iov[]: 0, -errno (-EBADMSG: the AEAD
  * tag did not match), or -EIO on a short read.  Through the same buffer as
- * afalg_read_all() where the kernel needs it. */
-int afalg_readv_all(int op, struct iovec *iov, int iovcnt);
+ * afalg_read_all() where the kernel needs it, unless direct: the caller
+ * made fork() harmless to the iov[] whose bytes it keeps (they lie in
+ * pages of its own that no other thread writes), so straight into them. */
+int afalg_readv_all(int op, struct iovec *iov, int iovcnt, int direct);
 
 /* send() with MSG_MORE until all of in[] is accepted; 0 or -errno. */
 int afalg_send_all(int op, const void *in, size_t len, int more);

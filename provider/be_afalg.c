@@ -857,12 +857,15 @@ static size_t afalg_aead_max(hwaf_be_aead *s, size_t aadlen)
 /*
  * The kernel reads AAD || data (|| tag when decrypting) and writes AAD ||
  * data (|| tag when encrypting): the AAD comes back into a scratch buffer,
- * the data straight into out[], the tag into tag[].
+ * the data straight into out[], the tag into tag[].  Where fork() can split
+ * a read (afalg_sys.c), all of it goes through the thread's buffer unless
+ * out[] and tag[] are the caller's own pages (owned); the AAD's copy is
+ * never used, so where it lands after a fork() does not matter.
  */
 static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                             const unsigned char *aad, size_t aadlen,
                             const unsigned char *in, unsigned char *out, size_t len,
-                            unsigned char *tag)
+                            unsigned char *tag, int owned)
 {
     const hwaf_impl *impl = s->impl;
     unsigned char small[64], *scratch = small;
@@ -903,7 +906,7 @@ static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                    "sendmsg took %zd of %zu bytes", sent, total);
         goto done;
     }
-    r = afalg_readv_all(s->op, rx, 3);
+    r = afalg_readv_all(s->op, rx, 3, owned);
     if (r == -EBADMSG && !enc) {
         ok = -1;
     } else if (r < 0) {

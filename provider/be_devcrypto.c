@@ -1431,7 +1431,7 @@ static size_t dc_aead_max(hwaf_be_aead *s, size_t aadlen)
 static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                          const unsigned char *aad, size_t aadlen,
                          const unsigned char *in, unsigned char *out,
-                         size_t len, unsigned char *tag)
+                         size_t len, unsigned char *tag, int owned)
 {
     const hwaf_impl *impl = s->impl;
     unsigned char ivbuf[HWAF_GCM_IV];

@@ -35,6 +35,8 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -83,6 +85,7 @@ typedef struct hwaf_aead_ctx_st {
                                      * decrypting (data_plain: wiped) */
     size_t datalen, datacap;
     int data_plain;
+    int data_mapped;                /* data is pages of the context's own: keep_grow() */
     size_t updates;                 /* data updates so far */
     unsigned char tag[HWAF_GCM_TAG];
     size_t taglen;                  /* decrypt: set tag's length; 0 none */
@@ -237,7 +240,7 @@ static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t aadlen, size_t len, int 
  */
 static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char *aad,
                      size_t aadlen, const unsigned char *in, unsigned char *out, size_t len,
-                     unsigned char *tag)
+                     unsigned char *tag, int owned)
 {
     const hwaf_impl *impl = NULL;
     hwaf_be_aead *be = req_get(ctx, aadlen, len, first, &impl);
@@ -246,7 +249,7 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
     if (be == NULL)
         return 0;
     marked = impl != ctx->impl->soft && !kernel_only(ctx) && hwaf_err_mark(PROV(ctx));
-    r = impl->be->aead_crypt(be, enc, ctx->iv, aad, aadlen, in, out, len, tag);
+    r = impl->be->aead_crypt(be, enc, ctx->iv, aad, aadlen, in, out, len, tag, owned);
     if (marked) {
         int retry = r == 0 && impl->be->aead_max(be, aadlen) < aadlen + len;
 
@@ -255,7 +258,7 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
             HWAF_DEBUG("dispatch: %s via %s refused %zu bytes in one request; "
                        "computed in software", ctx->impl->alg->kname, ctx->impl->drv.name,
                        aadlen + len);
-            return req_crypt(ctx, 0, enc, aad, aadlen, in, out, len, tag);
+            return req_crypt(ctx, 0, enc, aad, aadlen, in, out, len, tag, owned);
         }
     }
     return r;
@@ -337,6 +340,66 @@ static int grow(hwaf_aead_ctx *ctx, unsigned char **buf, size_t *cap, size_t nee
     return 1;
 }
 
+/*
+ * The kept data's buffer, with room for need bytes.  From KEEP_MAP_MIN
+ * bytes up it is pages of the context's own (mmap; not MADV_WIPEONFORK, so
+ * that a child keeps the data as it keeps the rest of the context), which
+ * no other thread writes: a message's first request has the kernel write
+ * its result there directly, even on kernels whose AF_ALG read() fork()
+ * could split (afalg_sys.c), and one copy takes it to the caller's buffer.
+ * Smaller, or when no mapping can be had, it is heap, and the backend
+ * takes its own precautions.  Grown, the old buffer is wiped.
+ */
+#define KEEP_MAP_MIN 1024
+
+static void keep_free(unsigned char *p, size_t cap, int mapped)
+{
+    if (p == NULL)
+        return;
+    OPENSSL_cleanse(p, cap);
+    if (mapped)
+        munmap(p, cap);
+    else
+        OPENSSL_free(p);
+}
+
+static int keep_grow(hwaf_aead_ctx *ctx, size_t need)
+{
+    static size_t page;
+    unsigned char *n;
+    size_t c;
+    int mapped = 1;
+
+    if (need <= ctx->datacap)
+        return 1;
+    if (need < KEEP_MAP_MIN && !ctx->data_mapped)
+        return grow(ctx, &ctx->data, &ctx->datacap, need);
+    if (page == 0) {
+        long p = sysconf(_SC_PAGESIZE);
+
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    c = ctx->datacap * 2 > need ? ctx->datacap * 2 : need;
+    c = (c + page - 1) & ~(page - 1);
+    n = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED) {
+        HWAF_DEBUG("aead: no mapping of %zu bytes for the kept data; heap", c);
+        mapped = 0;
+        if ((n = OPENSSL_malloc(need)) == NULL) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
+            return 0;
+        }
+        c = need;
+    }
+    if (ctx->datalen > 0)
+        memcpy(n, ctx->data, ctx->datalen);
+    keep_free(ctx->data, ctx->datacap, ctx->data_mapped);
+    ctx->data = n;
+    ctx->datacap = c;
+    ctx->data_mapped = mapped;
+    return 1;
+}
+
 /* Forget the message (not the key, IV or set tag). */
 static void message_reset(hwaf_aead_ctx *ctx)
 {
@@ -351,7 +414,7 @@ static void message_reset(hwaf_aead_ctx *ctx)
 static void ctx_wipe(hwaf_aead_ctx *ctx)
 {
     OPENSSL_clear_free(ctx->aad, ctx->aadcap);
-    OPENSSL_clear_free(ctx->data, ctx->datacap);
+    keep_free(ctx->data, ctx->datacap, ctx->data_mapped);
     OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
     OPENSSL_cleanse(ctx->tag, sizeof(ctx->tag));
 }
@@ -410,8 +473,10 @@ static void *aead_dupctx(void *vctx)
     dst->sbe = NULL;
     dst->aad = dst->data = NULL;
     dst->aadcap = dst->datacap = 0;
+    dst->data_mapped = 0;
+    dst->datalen = 0;
     if (!grow(dst, &dst->aad, &dst->aadcap, src->aadlen)
-        || !grow(dst, &dst->data, &dst->datacap, src->datalen)) {
+        || !keep_grow(dst, src->datalen)) {
         aead_freectx(dst);
         return NULL;
     }
@@ -419,6 +484,7 @@ static void *aead_dupctx(void *vctx)
         memcpy(dst->aad, src->aad, src->aadlen);
     if (src->datalen > 0)
         memcpy(dst->data, src->data, src->datalen);
+    dst->datalen = src->datalen;
     return dst;
 }
 
@@ -588,48 +654,53 @@ static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
     return ok;
 }
 
+/*
+ * A message's data update.  The first is one whole GCM request whose
+ * result lands in the kept data (and, encrypting, its tag just after it:
+ * the kernel writes there directly when those are the context's own pages,
+ * keep_grow()), then is copied to out; later ones continue the counter
+ * stream.
+ */
 static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned char *in,
                        size_t len)
 {
     unsigned char *keep;
-    int r;
+    int r, owned;
 
-    if (!fits(ctx, 0, len) || !grow(ctx, &ctx->data, &ctx->datacap, ctx->datalen + len))
+    if (!fits(ctx, 0, len)
+        || !keep_grow(ctx, ctx->datalen + len + (ctx->updates == 0 ? HWAF_GCM_TAG : 0)))
         return 0;
     keep = ctx->data + ctx->datalen;
+    owned = ctx->data_mapped;
     ctx->data_plain = !ctx->enc;
 
     if (ctx->updates == 0) {
         if (ctx->enc) {
-            r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, out, len, ctx->tag);
+            r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, keep, len, keep + len, owned);
             ctx->tag_ready = r == 1;
             if (r == 1)
-                memcpy(keep, out, len);
+                memcpy(ctx->tag, keep + len, HWAF_GCM_TAG);
         } else if (ctx->taglen == HWAF_GCM_TAG) {
             /* The tag is known: the checked decryption itself. */
-            r = req_crypt(ctx, 1, 0, ctx->aad, ctx->aadlen, in, keep, len, ctx->tag);
+            r = req_crypt(ctx, 1, 0, ctx->aad, ctx->aadlen, in, keep, len, ctx->tag, owned);
             if (r == 1) {
                 ctx->verified = 1;
-                memcpy(out, keep, len);
             } else if (r == -1) {
                 /* A wrong tag, or more data to come: which one, only the
                  * final knows.  Decrypt as without a tag; the final checks. */
-                unsigned char scratch[HWAF_GCM_TAG];
-
-                r = req_crypt(ctx, 0, 1, ctx->aad, ctx->aadlen, in, keep, len, scratch);
-                if (r == 1)
-                    memcpy(out, keep, len);
+                r = req_crypt(ctx, 0, 1, ctx->aad, ctx->aadlen, in, keep, len, keep + len,
+                              owned);
             }
         } else {
-            unsigned char scratch[HWAF_GCM_TAG];
-
             /* Encrypting the ciphertext gives the plaintext. */
-            r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, out, len, scratch);
-            if (r == 1)
-                memcpy(keep, out, len);
+            r = req_crypt(ctx, 1, 1, ctx->aad, ctx->aadlen, in, keep, len, keep + len, owned);
         }
-        if (r != 1)
+        if (r != 1) {
+            if (!ctx->enc)
+                OPENSSL_cleanse(keep, len);   /* no unverified plaintext stays */
             return 0;
+        }
+        memcpy(out, keep, len);
     } else {
         if (!ctr_at(ctx, ctx->datalen, in, out, len))
             return 0;
@@ -708,7 +779,7 @@ static int tag_of_message(hwaf_aead_ctx *ctx, unsigned char tag[HWAF_GCM_TAG])
     }
     /* With no data update, this is the message's first request. */
     r = req_crypt(ctx, ctx->updates == 0, 1, ctx->aad, ctx->aadlen,
-                  pt, scratch, ctx->datalen, tag);
+                  pt, scratch, ctx->datalen, tag, 0);
     OPENSSL_clear_free(scratch, ctx->datalen ? ctx->datalen : 1);
     return r == 1;
 }
@@ -788,7 +859,7 @@ static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
     }
     /* Each record is a message of its own: its size picks its path. */
     r = req_crypt(ctx, 1, ctx->enc, ctx->tls_aad, TLS_AAD_LEN, in + TLS_EXPLICIT_IV,
-                  out + TLS_EXPLICIT_IV, n, out + TLS_EXPLICIT_IV + n);
+                  out + TLS_EXPLICIT_IV, n, out + TLS_EXPLICIT_IV + n, 0);
     if (ctx->enc) {
         /* The invocation field: the IV's last 8 bytes count records. */
         for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)

@@ -170,11 +170,16 @@ typedef struct hwaf_backend_st {
      * ciphertext of in, tag[] written.  Decrypt: tag[] read, out = plaintext
      * when it matches; when it does not, returns -1 with nothing raised and
      * out[] undefined.  len or aadlen may be 0; in == out is allowed.
+     * owned = 1: out[] and, when encrypting, tag[] lie in pages of the
+     * caller's own that no other thread writes during the call and that
+     * fork() copies into a child (not MADV_WIPEONFORK), so the kernel may
+     * write the result there directly even where fork() could otherwise
+     * split it between parent and child (afalg_sys.c, kernels before 6.5).
      */
     int (*aead_crypt)(hwaf_be_aead *s, int enc, const unsigned char *iv,
                       const unsigned char *aad, size_t aadlen,
                       const unsigned char *in, unsigned char *out, size_t len,
-                      unsigned char *tag);
+                      unsigned char *tag, int owned);
     /* Largest aadlen + len one aead_crypt() takes when aadlen bytes of it
      * are AAD; less than aadlen when no request takes that much AAD. */
     size_t (*aead_max)(hwaf_be_aead *s, size_t aadlen);

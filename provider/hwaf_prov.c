@@ -103,16 +103,16 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
 
         if (be->aead_open(&s, &impl, alg->kat_key, alg->keylen)) {
             ok = be->aead_crypt(s, 1, alg->kat_iv, NULL, 0, alg->kat_in, out,
-                                alg->kat_inlen, tag) == 1
+                                alg->kat_inlen, tag, 0) == 1
                  && memcmp(out, alg->kat_out, alg->kat_inlen) == 0
                  && memcmp(tag, alg->kat_out + alg->kat_inlen, sizeof(tag)) == 0
                  && be->aead_crypt(s, 0, alg->kat_iv, NULL, 0, alg->kat_out, out,
-                                   alg->kat_inlen, tag) == 1
+                                   alg->kat_inlen, tag, 0) == 1
                  && memcmp(out, alg->kat_in, alg->kat_inlen) == 0;
             /* ...and a wrong tag must be refused. */
             tag[0] ^= 1;
             ok = ok && be->aead_crypt(s, 0, alg->kat_iv, NULL, 0, alg->kat_out, out,
-                                      alg->kat_inlen, tag) == -1;
+                                      alg->kat_inlen, tag, 0) == -1;
             be->aead_close(s);
         }
     } else {

@@ -130,7 +130,7 @@ static int am_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
 static int am_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                          const unsigned char *aad, size_t aadlen,
                          const unsigned char *in, unsigned char *out, size_t len,
-                         unsigned char *tag)
+                         unsigned char *tag, int owned)
 {
     const soft_am *f = FNS(s->impl);
     OSSL_PARAM tp[2] = { OSSL_PARAM_END, OSSL_PARAM_END };

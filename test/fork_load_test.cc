@@ -2,7 +2,9 @@
  * fork() while other threads work.
  *
  * ThreadsAndFork.ForksWhileThreadsWork: four threads loop over fresh digest
- * and cipher contexts (new, init, update, final, free) while the main
+ * and cipher contexts (new, init, update, final, free), and a fifth seals
+ * 16 KiB AES-GCM messages (whose result the kernel writes into the
+ * context's own pages, hwaf_aead.c keep_grow()), while the main
  * thread forks HWAF_TEST_FORKS times (1000 unless set).  Each child, under
  * an alarm, does one digest and one cipher of its own through hwaf and
  * checks them against the default provider's results; the parent counts
@@ -45,6 +47,19 @@ bool cipher_is(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Byt
     return cipher_oneshot(c, 1, key, iv, in, &got) && got == want;
 }
 
+/* One sealed GCM message on a fresh context: ciphertext || tag. */
+bool gcm_seal(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Bytes &in, Bytes *out)
+{
+    CtxPtr x(EVP_CIPHER_CTX_new());
+    int l = 0, f = 0;
+    out->assign(in.size() + 16, 0);
+    return x && EVP_EncryptInit_ex2(x.get(), c, key.data(), iv.data(), nullptr)
+           && EVP_EncryptUpdate(x.get(), nullptr, &l, key.data(), 13)
+           && EVP_EncryptUpdate(x.get(), out->data(), &l, in.data(), (int)in.size())
+           && EVP_EncryptFinal_ex(x.get(), out->data() + l, &f)
+           && EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_AEAD_GET_TAG, 16, out->data() + in.size()) > 0;
+}
+
 /* Wait for a child; "ok", "hang" (alarm) or a description. */
 std::string reap(pid_t pid)
 {
@@ -84,27 +99,35 @@ TEST_F(ThreadsAndFork, ForksWhileThreadsWork)
     need_cipher("AES-128-CBC", &hc, &dc);
     if (!hc)
         return;
+    CipherPtr hg, dg;
+    need_cipher("AES-128-GCM", &hg, &dg);
+    if (!hg)
+        return;
     const char *e = getenv("HWAF_TEST_FORKS");
     const int forks = e != nullptr ? atoi(e) : 1000;
     Bytes msg = random_bytes(3000), key = random_bytes(16), iv = random_bytes(16), pt = random_bytes(5000);
     Bytes md_want, ct_want;
     ASSERT_TRUE(digest_oneshot(dmd.get(), msg, &md_want));
     ASSERT_TRUE(cipher_oneshot(dc.get(), 1, key, iv, pt, &ct_want));
+    Bytes gcm_in = random_bytes(16384), gcm_iv = random_bytes(12), gcm_want;
+    ASSERT_TRUE(gcm_seal(dg.get(), key, gcm_iv, gcm_in, &gcm_want));
 
     std::atomic<bool> stop{false};
     std::atomic<long> thread_ops{0}, thread_bad{0};
     std::vector<std::thread> threads;
-    for (int t = 0; t < 4; t++) {
+    static const char *const kinds[] = {"digest", "cipher", "digest", "cipher", "GCM"};
+    for (int t = 0; t < 5; t++) {
         threads.emplace_back([&, t] {
             while (!stop.load()) {
                 Bytes got;
-                bool done = t % 2 == 0 ? digest_oneshot(hmd.get(), msg, &got)
-                                       : cipher_oneshot(hc.get(), 1, key, iv, pt, &got);
-                bool ok = done && got == (t % 2 == 0 ? md_want : ct_want);
+                bool done = t == 4       ? gcm_seal(hg.get(), key, gcm_iv, gcm_in, &got)
+                            : t % 2 == 0 ? digest_oneshot(hmd.get(), msg, &got)
+                                         : cipher_oneshot(hc.get(), 1, key, iv, pt, &got);
+                bool ok = done && got == (t == 4 ? gcm_want : t % 2 == 0 ? md_want : ct_want);
                 /* Leave the forking thread some of the two CPUs. */
                 usleep(200);
                 if (!ok && thread_bad++ == 0)
-                    fprintf(stderr, "hwaf-tests: thread %d (%s): %s %s\n", t, t % 2 == 0 ? "digest" : "cipher",
+                    fprintf(stderr, "hwaf-tests: thread %d (%s): %s %s\n", t, kinds[t],
                             done ? "wrong bytes" : "failed", error_queue_text().c_str());
                 thread_ops++;
             }
@@ -154,7 +177,7 @@ TEST_F(ThreadsAndFork, ForksWhileThreadsWork)
     EXPECT_EQ(wrong, 0) << first;
     EXPECT_EQ(thread_bad.load(), 0) << "wrong results in the parent's threads";
     EXPECT_GT(thread_ops.load(), 0);
-    fprintf(stderr, "hwaf-tests: %d forks (%d hung, %d wrong) while 4 threads did %ld operations\n", forks, hangs,
+    fprintf(stderr, "hwaf-tests: %d forks (%d hung, %d wrong) while 5 threads did %ld operations\n", forks, hangs,
             wrong, thread_ops.load());
 }
 
