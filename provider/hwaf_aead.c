@@ -61,7 +61,8 @@ typedef struct hwaf_aead_ctx_st {
     hwaf_be_aead *sbe;              /* the software path's session, on first need */
     int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     int soft_only;                  /* the kernel session cannot be had (descriptors,
-                                     * sandbox): software until the next key */
+                                     * sandbox, back-off): software; tried again
+                                     * at the next message or key */
     int msg_soft;                   /* this message took the software path */
     /* Counter-mode continuation of updates after the first (ctr(aes), or
      * the default provider's AES-CTR on the software path: ctr_impl.be). */
@@ -151,6 +152,11 @@ static hwaf_be_aead *be_get(hwaf_aead_ctx *ctx)
     if (ctx->soft_only)
         return NULL;
     if (ctx->be == NULL) {
+        /* short of descriptors a moment ago: software, no open */
+        if (hwaf_open_backoff(ctx->impl, ctx->offload)) {
+            ctx->soft_only = 1;
+            return NULL;
+        }
         ctx->gen = hwaf_fork_generation;
         hwaf_open_begin(ctx->impl, &t);
         if (!ctx->impl->be->aead_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen)) {
@@ -207,9 +213,15 @@ static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t aadlen, size_t len, int 
     hwaf_be_aead *be;
     size_t max, n = aadlen + len;
 
-    if (first)
+    if (first) {
+        /* The kernel session could not be had for an earlier message (a
+         * shortage of descriptors, a sandbox): try again, unless backing
+         * off (be_get). */
+        if (ctx->soft_only && ctx->be == NULL)
+            ctx->soft_only = 0;
         ctx->msg_soft = !kernel_only(ctx)
                         && (ctx->soft_only || !hwaf_offload(ctx->impl, ctx->offload, n));
+    }
     if (!ctx->msg_soft) {
         if ((be = be_get(ctx)) == NULL && !ctx->soft_only)
             return NULL;
@@ -294,6 +306,14 @@ static hwaf_be_cipher *ctr_get(hwaf_aead_ctx *ctx)
         if (soft)
             HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no AES-CTR");
         return NULL;
+    }
+    if (!soft && hwaf_open_backoff(ctx->impl, ctx->offload)) {
+        /* short of descriptors a moment ago: the rest of the message in
+         * software, no open */
+        if (be->impl_free != NULL)
+            be->impl_free(&ctx->ctr_impl);
+        ctx->msg_soft = 1;
+        return ctr_get(ctx);
     }
     hwaf_open_begin(ctx->impl, &t);
     if (!be->cipher_open(&ctx->ctr, &ctx->ctr_impl, ctx->key, ctx->keylen)) {

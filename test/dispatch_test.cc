@@ -1131,6 +1131,83 @@ TEST_F(Dispatch, OutOfDescriptorsBacksOff)
     EXPECT_EQ(counts(*lib_).k_bytes - c1.k_bytes, 64u) << "descriptors hwaf released were not tried";
 }
 
+/*
+ * GCM backs off as the ciphers do: short of descriptors, 300 connections'
+ * contexts (a new context and key each, as a TLS server's) and a
+ * long-lived context's messages try a few opens instead of one or two per
+ * context, with the default provider's bytes and tags; once hwaf frees
+ * descriptors of its own, the long-lived context's next message gets the
+ * kernel.  Over /dev/crypto nothing falls back.
+ */
+TEST_F(Dispatch, GcmOutOfDescriptorsBacksOff)
+{
+    use_config("offload_min = 0\n");
+    if (HasFatalFailure())
+        return;
+    CipherPtr h, d;
+    need_cipher("AES-128-GCM", &h, &d);
+    if (!h)
+        return;
+    Bytes key = random_bytes(16), aad = random_bytes(13), pt = random_bytes(100);
+    std::string backend;
+    std::vector<CtxPtr> held;  /* two kernel sessions, freed inside the shortage */
+    for (int i = 0; i < 2; i++) {
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        Bytes iv = random_bytes(12);
+        ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), nullptr)) << error_queue_text();
+        backend = ctx_param_str(c.get(), HWAF_PARAM_BACKEND);
+        held.push_back(std::move(c));
+    }
+    const int kConns = 300;
+    FdHog hog(256);
+    ASSERT_TRUE(hog.full()) << "could not use up the descriptors";
+    uint64_t f0 = fallbacks(*lib_);
+    Counts c0 = counts(*lib_);
+    CtxPtr live(EVP_CIPHER_CTX_new());
+    for (int i = 0; i < kConns; i++) {
+        Bytes iv = random_bytes(12);
+        GcmRun ref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), d.get(), 1, &key, iv, aad, {aad.size()}, pt,
+                             {pt.size()}, Bytes(), false, -1);
+        ASSERT_TRUE(ref.ok);
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        GcmRun r = gcm_run(c.get(), h.get(), 1, &key, iv, aad, {aad.size()}, pt, {pt.size()}, Bytes(), false, -1);
+        ASSERT_TRUE(r.ok) << "connection " << i << ": " << error_queue_text();
+        ASSERT_EQ(tohex(r.out) + tohex(r.tag), tohex(ref.out) + tohex(ref.tag)) << "connection " << i;
+        GcmRun l = gcm_run(live.get(), h.get(), 1, i == 0 ? &key : nullptr, iv, aad, {aad.size()}, pt,
+                           {pt.size()}, Bytes(), false, -1);
+        ASSERT_TRUE(l.ok) << "message " << i << ": " << error_queue_text();
+        ASSERT_EQ(tohex(l.out) + tohex(l.tag), tohex(ref.out) + tohex(ref.tag)) << "message " << i;
+    }
+    EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
+    uint64_t tried = fallbacks(*lib_) - f0;
+    Counts c1 = counts(*lib_);
+    std::printf("[          ] %s: %d GCM contexts and %d messages short of descriptors: %llu opens tried\n",
+                backend.c_str(), kConns, kConns, (unsigned long long)tried);
+    if (backend != "afalg") {
+        EXPECT_EQ(tried, 0u);
+        EXPECT_EQ(c1.sw_bytes, c0.sw_bytes);
+        return;
+    }
+    /* Without the back-off: an open at each new context's init and at each
+     * message of both contexts (901 here); with it, two failures in a row,
+     * then one try after each 64 skipped. */
+    const uint64_t most = 3 + 3 * kConns / kFdBackoff;
+    EXPECT_LE(tried, most) << "the kernel was tried at (almost) every context or message";
+    EXPECT_GE(tried, 4u) << "the kernel was not tried again after the first failures";
+    EXPECT_GE(c1.sw_bytes - c0.sw_bytes, (uint64_t)kConns * (aad.size() + pt.size()) * 2);
+    /* hwaf releases two descriptors: the long-lived context's next message
+     * tries and gets them. */
+    held.clear();
+    Bytes iv = random_bytes(12);
+    GcmRun ref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), d.get(), 1, &key, iv, aad, {aad.size()}, pt,
+                         {pt.size()}, Bytes(), false, -1);
+    GcmRun l = gcm_run(live.get(), h.get(), 1, nullptr, iv, aad, {aad.size()}, pt, {pt.size()}, Bytes(), false, -1);
+    ASSERT_TRUE(ref.ok && l.ok) << error_queue_text();
+    EXPECT_EQ(tohex(l.out) + tohex(l.tag), tohex(ref.out) + tohex(ref.tag));
+    EXPECT_EQ(counts(*lib_).k_bytes - c1.k_bytes, aad.size() + pt.size())
+        << "descriptors hwaf released were not tried";
+}
+
 } // namespace
 
 /* ---- configuration errors: no kernel needed ----------------------------- */
