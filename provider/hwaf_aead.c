@@ -910,10 +910,36 @@ static int aead_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outs
 
 /* ---- parameters ---- */
 
+/* The first data_size bytes of the tag, after an encryption. */
+static int get_tag(hwaf_aead_ctx *ctx, OSSL_PARAM *p)
+{
+    if (!ctx->enc || !ctx->finalised || !ctx->tag_ready
+        || p->data_type != OSSL_PARAM_OCTET_STRING
+        || p->data_size == 0 || p->data_size > HWAF_GCM_TAG) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_TAG,
+                   "the tag (1 to 16 bytes) is there after an encryption's final");
+        return 0;
+    }
+    memcpy(p->data, ctx->tag, p->data_size);
+    p->return_size = p->data_size;
+    return 1;
+}
+
 static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_aead_ctx *ctx = vctx;
     OSSL_PARAM *p;
+
+    /* What EVP asks for alone with every message -- the IV length at each
+     * init, the tag after each encryption -- without looking for every
+     * other name first. */
+    if (params != NULL && params[0].key != NULL && params[1].key == NULL) {
+        if (strcmp(params[0].key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0)
+            return get_tag(ctx, params);
+        if (strcmp(params[0].key, OSSL_CIPHER_PARAM_IVLEN) == 0)
+            return OSSL_PARAM_set_size_t(params, HWAF_GCM_IV)
+                   ? 1 : hwaf_param_failed(PROV(ctx), params[0].key);
+    }
 
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->taglen ? ctx->taglen : HWAF_GCM_TAG))
@@ -930,18 +956,9 @@ static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
         if (!hwaf_set_octets(p, ctx->iv, HWAF_GCM_IV))
             return hwaf_param_failed(PROV(ctx), p->key);
     }
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
-        /* The first data_size bytes of the tag, after an encryption. */
-        if (!ctx->enc || !ctx->finalised || !ctx->tag_ready
-            || p->data_type != OSSL_PARAM_OCTET_STRING
-            || p->data_size == 0 || p->data_size > HWAF_GCM_TAG) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_TAG,
-                       "the tag (1 to 16 bytes) is there after an encryption's final");
-            return 0;
-        }
-        memcpy(p->data, ctx->tag, p->data_size);
-        p->return_size = p->data_size;
-    }
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL
+        && !get_tag(ctx, p))
+        return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD)) != NULL
         && !OSSL_PARAM_set_size_t(p, HWAF_GCM_TAG))
         return hwaf_param_failed(PROV(ctx), p->key);
@@ -1037,6 +1054,11 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     size_t sz;
 
     if (params == NULL)
+        return 1;
+    /* EVP sets the padding alone with every init; GCM has none and, as
+     * OpenSSL's GCM, ignores it, without looking for every other name. */
+    if (params[0].key != NULL && params[1].key == NULL
+        && strcmp(params[0].key, OSSL_CIPHER_PARAM_PADDING) == 0)
         return 1;
     if (!hwaf_cipher_ctx_set_common(ctx->impl, params, &ctx->offload))
         return 0;

@@ -295,6 +295,12 @@ static int mac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     hwaf_mac_ctx *ctx = vctx;
     OSSL_PARAM *p;
 
+    /* What EVP_MAC_final() asks for alone with every message, without
+     * looking for every other name first. */
+    if (params != NULL && params[0].key != NULL && params[1].key == NULL
+        && ctx->soft == NULL && strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) == 0)
+        return OSSL_PARAM_set_size_t(params, ctx->impl != NULL ? ctx->impl->alg->mdlen : 0)
+               ? 1 : hwaf_param_failed(ctx->prov, params[0].key);
     if (ctx->soft != NULL) {
         if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
             && !OSSL_PARAM_set_utf8_string(p, "none"))
