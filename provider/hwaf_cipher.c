@@ -30,16 +30,16 @@ typedef struct hwaf_cipher_ctx_st {
     unsigned int gen;               /* fork generation be was opened in */
     hwaf_be_cipher *sw;             /* software session (hwaf_soft.h), likewise */
     int sw_live;                    /* sw's stream holds the running state:
-                                     * iv (CBC, CTR) and buf (CTR) are stale */
+                                     * iv (CBC, CTR), num and buf (CTR) are
+                                     * stale */
     int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     /* The fast path (cipher_update): an update of inl bytes with
      * inl - fast_lo < fast_span and no bits of fast_mask goes straight to
      * the running software stream.  Worked out by fast_set() after every
      * call that can change what it depends on; fast_span 0: never. */
     size_t fast_lo, fast_span, fast_mask;
-    OSSL_FUNC_cipher_cipher_fn *fast_fn; /* hwaf_soft_cipher_direct() */
+    OSSL_FUNC_cipher_update_fn *fast_fn; /* hwaf_soft_cipher_direct() */
     void *fast_c;
-    int fast_ctr;                   /* CTR: num moves */
     /* Software work of the fast path, added to the process's counters at
      * the context's next other call or free; tally_gen: the fork
      * generation they were done in (a child leaves its parent's to it). */
@@ -162,33 +162,41 @@ static int sw_dir(const hwaf_cipher_ctx *ctx)
     return ctx->impl->alg->mode == HWAF_MODE_CTR ? 1 : ctx->enc;
 }
 
+/* The running IV or counter into ctx->iv, and for CTR the position inside
+ * its block into ctx->num (the default provider's context keeps both). */
+static int sw_where(hwaf_cipher_ctx *ctx)
+{
+    int mode = ALG(ctx)->mode;
+
+    return mode == HWAF_MODE_XTS  /* XTS: the tweak never changes */
+           || hwaf_soft_cipher_iv(ctx->sw, sw_dir(ctx), ctx->iv,
+                                  mode == HWAF_MODE_CTR ? &ctx->num : NULL);
+}
+
 /*
  * The software stream's state back into the context (iv; for CTR inside a
- * block, the keystream block too); the stream ends.  Before an operation
- * goes to the kernel, before a copy, at init.
+ * block, num and the keystream block too); the stream ends.  Before an
+ * operation goes to the kernel, before a copy, at init.
  */
 static int sw_stop(hwaf_cipher_ctx *ctx)
 {
-    int mode = ALG(ctx)->mode, ok = 1;
+    int ok;
 
     if (!ctx->sw_live)
         return 1;
     ctx->sw_live = 0;
-    if (mode != HWAF_MODE_XTS)  /* XTS: the tweak never changes */
-        ok = hwaf_soft_cipher_iv(ctx->sw, sw_dir(ctx), ctx->iv)
-             && (mode != HWAF_MODE_CTR || ctx->num == 0
-                 || hwaf_soft_cipher_keystream(ctx->sw, ctx->iv, ctx->buf));
+    ok = sw_where(ctx)
+         && (ALG(ctx)->mode != HWAF_MODE_CTR || ctx->num == 0
+             || hwaf_soft_cipher_keystream(ctx->sw, ctx->iv, ctx->buf));
     if (!ok)
         ctx->failed = 1;
     return ok;
 }
 
-/* The running IV or counter into ctx->iv; the stream goes on. */
+/* Where the running stream stands into ctx->iv and ctx->num; it goes on. */
 static int sw_peek(hwaf_cipher_ctx *ctx)
 {
-    if (!ctx->sw_live || ALG(ctx)->mode == HWAF_MODE_XTS)
-        return 1;
-    return hwaf_soft_cipher_iv(ctx->sw, sw_dir(ctx), ctx->iv);
+    return !ctx->sw_live || sw_where(ctx);
 }
 
 /* The fast path's counts into the process's counters (in the process
@@ -217,7 +225,6 @@ static void fast_set(hwaf_cipher_ctx *ctx)
     ctx->fast_span = 0;
     ctx->fast_lo = 1;
     ctx->fast_mask = 0;
-    ctx->fast_ctr = alg->mode == HWAF_MODE_CTR;
     if (!ctx->sw_live || ctx->finalised || ctx->failed || ctx->offload == HWAF_OFFLOAD_KERNEL)
         return;
     hwaf_soft_cipher_direct(ctx->sw, sw_dir(ctx), &ctx->fast_fn, &ctx->fast_c);
@@ -386,21 +393,17 @@ static void ctr_leftover(hwaf_cipher_ctx *ctx, unsigned char **out,
 }
 
 /*
- * CTR in software: a running stream keeps counter, num and keystream; one
- * that starts does so at a block boundary, after what is left of the
- * context's own keystream block.
+ * CTR in software: a running stream keeps counter, num and keystream (in
+ * the default provider's context; ctx->num is stale meanwhile); one that
+ * starts does so at a block boundary, after what is left of the context's
+ * own keystream block.
  */
 static int ctr_soft(hwaf_cipher_ctx *ctx, unsigned char *out,
                     const unsigned char *in, size_t len)
 {
     if (!ctx->sw_live)
         ctr_leftover(ctx, &out, &in, &len);
-    if (len == 0)
-        return 1;
-    if (!sw_run(ctx, in, out, len))
-        return 0;
-    ctx->num = (unsigned int)((ctx->num + len) % BLK);
-    return 1;
+    return len == 0 || sw_run(ctx, in, out, len);
 }
 
 static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
@@ -961,16 +964,6 @@ static int stream_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
     return 1;
 }
 
-/* The software stream failed on the fast path: refuse until init. */
-static __attribute__((noinline, cold)) int fast_failed(hwaf_cipher_ctx *ctx, size_t inl)
-{
-    hwaf_soft_cipher_failed(ctx->sw, inl);
-    ctx->sw_live = 0;
-    ctx->failed = 1;
-    fast_set(ctx);
-    return 0;
-}
-
 static __attribute__((noinline)) int slow_update(hwaf_cipher_ctx *ctx, unsigned char *out,
                                                  size_t *outl, size_t outsize,
                                                  const unsigned char *in, size_t inl)
@@ -990,7 +983,12 @@ static __attribute__((noinline)) int slow_update(hwaf_cipher_ctx *ctx, unsigned 
 /*
  * One test for the common case of a context below its threshold, on the
  * software side and staying there: no other check, no counter shared with
- * other threads, no call but the default provider's on the way.
+ * other threads, and then the default provider's own function as the last
+ * call (a jump).  The state is the default provider's context's alone, so
+ * an update it refuses (it raises its own error) leaves the stream as it
+ * leaves its own, and the next update goes on from there as it would; such
+ * an update is counted all the same (it cannot happen on the sizes that
+ * come here: whole blocks, at least a block for XTS, room for the output).
  */
 static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
                          size_t outsize, const unsigned char *in, size_t inl)
@@ -999,13 +997,9 @@ static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
 
     if (inl - ctx->fast_lo < ctx->fast_span && (inl & ctx->fast_mask) == 0 && inl <= outsize
         && ctx->tally_gen == hwaf_fork_generation) {
-        if (!ctx->fast_fn(ctx->fast_c, out, outl, inl, in, inl) || *outl != inl)
-            return fast_failed(ctx, inl);
-        if (ctx->fast_ctr)
-            ctx->num = (unsigned int)((ctx->num + inl) % BLK);
         ctx->tally_ops++;
         ctx->tally_bytes += inl;
-        return 1;
+        return ctx->fast_fn(ctx->fast_c, out, outl, inl, in, inl);
     }
     return slow_update(ctx, out, outl, outsize, in, inl);
 }
@@ -1100,7 +1094,7 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && !OSSL_PARAM_set_uint(p, (unsigned int)ctx->pad))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_NUM)) != NULL
-        && !OSSL_PARAM_set_uint(p, ctx->num))
+        && (!sw_peek(ctx) || !OSSL_PARAM_set_uint(p, ctx->num)))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL
         && !hwaf_set_octets(p, ctx->oiv, ALG(ctx)->ivlen))

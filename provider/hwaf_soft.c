@@ -221,6 +221,7 @@ typedef struct soft_alg_st {
     OSSL_FUNC_cipher_encrypt_init_fn *c_einit;
     OSSL_FUNC_cipher_decrypt_init_fn *c_dinit;
     OSSL_FUNC_cipher_cipher_fn *c_cipher;
+    OSSL_FUNC_cipher_update_fn *c_update;
     OSSL_FUNC_cipher_get_ctx_params_fn *c_get;
     OSSL_FUNC_cipher_freectx_fn *c_free;
     /* digests */
@@ -258,9 +259,11 @@ static int soft_impl_init(hwaf_impl *impl)
         f->c_einit = (OSSL_FUNC_cipher_encrypt_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_ENCRYPT_INIT);
         f->c_dinit = (OSSL_FUNC_cipher_decrypt_init_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_DECRYPT_INIT);
         f->c_cipher = (OSSL_FUNC_cipher_cipher_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_CIPHER);
+        f->c_update = (OSSL_FUNC_cipher_update_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_UPDATE);
         f->c_get = (OSSL_FUNC_cipher_get_ctx_params_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_GET_CTX_PARAMS);
         f->c_free = (OSSL_FUNC_cipher_freectx_fn *)hwaf_soft_fn(fns, OSSL_FUNC_CIPHER_FREECTX);
-        if (f->c_new && f->c_einit && f->c_dinit && f->c_cipher && f->c_get && f->c_free) {
+        if (f->c_new && f->c_einit && f->c_dinit && f->c_cipher && f->c_update && f->c_get
+            && f->c_free) {
             impl->be_data = f;
             return 1;
         }
@@ -398,14 +401,18 @@ int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv)
     return soft_cipher_ctx(s, enc, iv) != NULL;
 }
 
-void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_cipher_fn **fn,
+void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_update_fn **fn,
                              void **c)
 {
-    *fn = FNS(s->impl)->c_cipher;
+    /* The cheaper of the two for such updates: CBC's and XTS's raw cipher
+     * call skips the update's buffering logic; CTR's update is the raw
+     * call less a check the default provider's cipher call adds. */
+    *fn = s->impl->alg->mode == HWAF_MODE_CTR ? FNS(s->impl)->c_update
+                                              : FNS(s->impl)->c_cipher;
     *c = s->c[enc];
 }
 
-void hwaf_soft_cipher_failed(hwaf_be_cipher *s, size_t len)
+static void soft_cipher_failed(hwaf_be_cipher *s, size_t len)
 {
     HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu bytes",
                s->impl->alg->kname, len);
@@ -417,26 +424,29 @@ int hwaf_soft_cipher_run(hwaf_be_cipher *s, int enc, const unsigned char *in,
     size_t outl = 0;
 
     if (!FNS(s->impl)->c_cipher(s->c[enc], out, &outl, len, in, len) || outl != len) {
-        hwaf_soft_cipher_failed(s, len);
+        soft_cipher_failed(s, len);
         return 0;
     }
     hwaf_stats_add_soft(len);
     return 1;
 }
 
-int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv)
+int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv, unsigned int *num)
 {
     const soft_alg *f = FNS(s->impl);
-    OSSL_PARAM p[2];
+    OSSL_PARAM p[3];
     int ok;
 
     p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, iv, f->ivlen);
-    p[1] = OSSL_PARAM_construct_end();
+    p[1] = num != NULL ? OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_NUM, num)
+                       : OSSL_PARAM_construct_end();
+    p[2] = OSSL_PARAM_construct_end();
     /* The default provider tries the IV as a pointer first and then as a
      * string; OpenSSL 3.5 raises an error for the first attempt, which EVP
      * hides the same way. */
     ERR_set_mark();
-    ok = s->c[enc] != NULL && f->c_get(s->c[enc], p) && p[0].return_size == f->ivlen;
+    ok = s->c[enc] != NULL && f->c_get(s->c[enc], p) && p[0].return_size == f->ivlen
+         && (num == NULL || (OSSL_PARAM_modified(&p[1]) && *num < HWAF_SOFT_BLOCK));
     ERR_pop_to_mark();
     if (!ok) {
         HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s: updated-iv",

@@ -35,16 +35,22 @@ extern const hwaf_backend hwaf_backend_soft_aead_mac;
  *                                        boundary (CTR: num 0)
  *   hwaf_soft_cipher_run(s, enc, ...)    any number of operations, the state
  *                                        carried along in software
- *   hwaf_soft_cipher_direct(s, enc, &fn, &c) the default provider's cipher
- *                                        function and its context of the
- *                                        running stream, for a caller that
- *                                        calls fn(c, ...) itself, counts its
- *                                        operations (hwaf_stats_add_soft_n)
- *                                        and on failure calls
- *                                        hwaf_soft_cipher_failed(s, len);
- *                                        valid from start to close
- *   hwaf_soft_cipher_iv(s, enc, iv)      where it stands: the next IV (CBC)
- *                                        or counter (CTR); the stream goes on
+ *   hwaf_soft_cipher_direct(s, enc, &fn, &c) the default provider's
+ *                                        function for an update of whole
+ *                                        blocks (CBC: no padding held back)
+ *                                        and its context of the running
+ *                                        stream, for a caller that calls
+ *                                        fn(c, ...) itself (an update's
+ *                                        arguments; it raises the default
+ *                                        provider's error on failure) and
+ *                                        counts its operations
+ *                                        (hwaf_stats_add_soft_n); valid
+ *                                        from start to close
+ *   hwaf_soft_cipher_iv(s, enc, iv, num) where it stands: the next IV (CBC)
+ *                                        or counter (CTR), and with num not
+ *                                        NULL the keystream bytes of the
+ *                                        block before it used (CTR); the
+ *                                        stream goes on
  *   hwaf_soft_cipher_keystream(s, ctr, ks) CTR: the keystream block before
  *                                        counter ctr; ends the stream
  *
@@ -57,10 +63,10 @@ extern const hwaf_backend hwaf_backend_soft_aead_mac;
 int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv);
 int hwaf_soft_cipher_run(hwaf_be_cipher *s, int enc, const unsigned char *in,
                          unsigned char *out, size_t len);
-void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_cipher_fn **fn,
+void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_update_fn **fn,
                              void **c);
-void hwaf_soft_cipher_failed(hwaf_be_cipher *s, size_t len);
-int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv);
+int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv,
+                        unsigned int *num);
 int hwaf_soft_cipher_keystream(hwaf_be_cipher *s, const unsigned char *ctr,
                                unsigned char *ks);
 
