@@ -662,14 +662,26 @@ static void *cipher_dupctx(void *vctx)
     return dst;
 }
 
+static int set_params_body(hwaf_cipher_ctx *ctx, const OSSL_PARAM params[]);
+
+/*
+ * A new IV replaces the whole state of the stream, so a context running in
+ * software takes nothing back from it: its stream restarts at once from
+ * the new IV with the default provider's own init (an application that
+ * gives a new IV per message, as OpenVPN does per packet, pays about what
+ * the default provider alone costs).  Without an IV the state is taken
+ * back (CTR re-initialised without an IV goes on from the running counter).
+ */
 static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
                        size_t keylen, const unsigned char *iv, size_t ivlen,
                        const OSSL_PARAM params[], int enc)
 {
     const hwaf_alg *alg = ALG(ctx);
+    int restart = ctx->sw_live && iv != NULL && ivlen == alg->ivlen;
 
-    /* CTR re-initialised without an IV goes on from the running counter. */
-    if (!sw_stop(ctx))
+    if (restart)
+        ctx->sw_live = 0;
+    else if (!sw_stop(ctx))
         return 0;
     ctx->enc = enc ? 1 : 0;
     ctx->bufsz = 0;
@@ -722,7 +734,17 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
             ctx->key_set = 1;
         }
     }
-    return cipher_set_ctx_params(ctx, params);
+    if (!set_params_body(ctx, params))
+        return 0;
+    if (restart && ctx->sw != NULL && ctx->key_set && ctx->num == 0
+        && ctx->offload != HWAF_OFFLOAD_KERNEL) {
+        if (!hwaf_soft_cipher_start(ctx->sw, sw_dir(ctx), ctx->iv)) {
+            ctx->failed = 1;
+            return 0;
+        }
+        ctx->sw_live = 1;
+    }
+    return 1;
 }
 
 static int cipher_einit(void *vctx, const unsigned char *key, size_t keylen,
@@ -1211,9 +1233,18 @@ static int set_params_body(hwaf_cipher_ctx *ctx, const OSSL_PARAM params[])
 
 static int cipher_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
-    int ok = set_params_body(vctx, params);
+    hwaf_cipher_ctx *ctx = vctx;
+    int pad = ctx->pad, offload = ctx->offload, live = ctx->sw_live;
+    unsigned int tls = ctx->tlsversion;
+    int ok = set_params_body(ctx, params);
 
-    fast_set(vctx);
+    /* EVP sets the padding again at every init: the fast path is worked
+     * out again only when something it depends on changed. */
+    if (pad != ctx->pad || offload != ctx->offload || live != ctx->sw_live
+        || tls != ctx->tlsversion)
+        fast_set(ctx);
+    else
+        tally_fold(ctx);
     return ok;
 }
 

@@ -5,6 +5,7 @@
  * hwaf-hw, ...), and the algorithm parameters of every cipher (plain and
  * AEAD).
  */
+#include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -19,6 +20,19 @@ int hwaf_param_failed(const hwaf_prov *prov, const char *name)
 {
     HWAF_RAISE(prov, HWAF_R_FAILED_TO_SET_PARAMETER,
                "%s: wrong type or buffer too small", name);
+    return 0;
+}
+
+/*
+ * Whether params name one of hwaf's own parameters ("hwaf-..."): EVP asks
+ * a context for its own (ivlen, padding, ...) at every init, and those
+ * queries skip the look-ups of hwaf's.
+ */
+static int own_params(const OSSL_PARAM *params)
+{
+    for (; params != NULL && params->key != NULL; params++)
+        if (params->key[0] == 'h' && strncmp(params->key, "hwaf-", 5) == 0)
+            return 1;
     return 0;
 }
 
@@ -40,6 +54,8 @@ int hwaf_cipher_ctx_get_common(const hwaf_impl *impl, OSSL_PARAM params[], size_
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, keylen))
         return hwaf_param_failed(impl->prov, p->key);
+    if (!own_params(params))
+        return 1;
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_OFFLOAD)) != NULL
         && !OSSL_PARAM_set_int(p, offload))
         return hwaf_param_failed(impl->prov, p->key);
@@ -64,7 +80,8 @@ int hwaf_cipher_ctx_set_common(const hwaf_impl *impl, const OSSL_PARAM params[],
         }
     }
     /* Takes effect at the next operation or message. */
-    if ((p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
+    if (own_params(params)
+        && (p = OSSL_PARAM_locate_const(params, HWAF_PARAM_OFFLOAD)) != NULL
         && !hwaf_offload_param(impl->prov, p, offload))
         return 0;
     return 1;
@@ -91,6 +108,8 @@ int hwaf_impl_get_params(const hwaf_impl *impl, OSSL_PARAM params[])
 {
     OSSL_PARAM *p;
 
+    if (!own_params(params))
+        return 1;
     if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
         && !OSSL_PARAM_set_utf8_string(p, impl->drv.name))
         return hwaf_param_failed(impl->prov, p->key);

@@ -151,6 +151,18 @@ protected:
                 cd = std::move(cd2);
                 log << "copy ";
             }
+            if (rng_() % 6 == 0) {
+                /* A new IV, as OpenVPN gives one per packet; or for CTR none
+                 * at all (the stream goes on from the running counter). */
+                bool none = a.mode == Mode::CTR && rng_() % 2 == 0;
+                Bytes iv2 = random_bytes(a.ivlen);
+                int rh = EVP_CipherInit_ex(ch.get(), nullptr, nullptr, nullptr, none ? nullptr : iv2.data(), -1);
+                int rd = EVP_CipherInit_ex(cd.get(), nullptr, nullptr, nullptr, none ? nullptr : iv2.data(), -1);
+                if (child == 0 && (!rh || !rd))
+                    _exit(3);
+                ASSERT_TRUE(rh && rd) << "re-init: hwaf " << rh << ", default " << rd << "\n" << error_queue_text();
+                log << (none ? "reinit " : "new-iv ");
+            }
             size_t n = piece(whole);
             Bytes in = random_bytes(n), oh(n + 32), od(n + 32);
             int lh = -1, ld = -1;
