@@ -10,7 +10,8 @@
  *   DevcryptoLimit*  the largest request hwaf learns from a refusal
  *                    (ENOMEM) rises again once the refusal has passed, and
  *                    a refusal that lasts is tried again rarely, not in a
- *                    loop (the CUSE device's --size-limit file).
+ *                    loop (the CUSE device's --size-limit file; skipped on
+ *                    the real module, which has no such control).
  *   DevcryptoPages*  hash data in a buffer whose last page is read-only:
  *                    hwaf never hands the module such a buffer in place
  *                    (cryptodev-linux leaks pinned pages on it).  The CUSE
@@ -320,6 +321,9 @@ protected:
         DevcryptoTest::SetUp();
         if (HasFatalFailure() || IsSkipped())
             return;
+        const char *dev = getenv("HWAF_DEVCRYPTO");
+        if (dev != nullptr && strcmp(dev, "native") == 0)
+            GTEST_SKIP() << "the real cryptodev-linux module cannot be told to refuse sizes";
         const char *c = getenv("HWAF_CUSE_SIZE_LIMIT");
         ASSERT_TRUE(c != nullptr && *c != '\0')
             << "needs the CUSE device of test/cuse/with-devcrypto (HWAF_CUSE_SIZE_LIMIT)";
