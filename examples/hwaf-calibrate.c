@@ -266,11 +266,11 @@ static int measure_point(const target t[2], int kind, int hw, size_t i, double b
  * and no further than both measures need: below the first size where the
  * kernel loses by both, nothing can change the answer (a CPU driver, whose
  * kernel path does software's work plus system calls, is decided at
- * 256 KiB alone); when the kernel is close at 256 KiB without winning,
- * 1 MiB decides.  An engine (hw): every size from 16 B to 1 MiB, in
+ * 256 KiB alone).  An engine (hw): every size from 16 B to 256 KiB, in
  * HW_ROUNDS rounds that take the sizes in turn, so that a slow spell of
  * the engine (longer than one size's rounds) falls on a round of every
- * size instead of on all the rounds of one.
+ * size instead of on all the rounds of one.  Either way, when the kernel
+ * is close at 256 KiB without winning, 1 MiB is timed too and decides.
  */
 static int decide(const target t[2], int kind, int hw, double budget, costs *r, int from[2])
 {
@@ -280,19 +280,20 @@ static int decide(const target t[2], int kind, int hw, double budget, costs *r, 
     memset(r, 0, sizeof(*r));
     from[WALL] = from[CPU] = -1;
     if (hw) {
-        top = (int)NSIZES - 1;
         for (round = 0; round < HW_ROUNDS; round++)
             for (i = top; i >= 0; i--)
                 if (r->p[i].state >= 0
                     && !measure_point(t, kind, hw, (size_t)i, budget, &r->p[i], 1))
                     return 0;
-    } else {
-        if (!measure_point(t, kind, hw, TOP, budget, pt, ROUNDS))
-            return 0;
-        for (m = 0; m < 2; m++)
-            if (pt->state == 1 && pt->ratio[m] >= WIN && pt->ratio[m] < CLOSE)
-                top = (int)NSIZES - 1;
+    } else if (!measure_point(t, kind, hw, TOP, budget, pt, ROUNDS)) {
+        return 0;
     }
+    for (m = 0; m < 2; m++)
+        if (pt->state == 1 && pt->ratio[m] >= WIN && pt->ratio[m] < CLOSE)
+            top = (int)NSIZES - 1;
+    if (hw && top > (int)TOP
+        && !measure_point(t, kind, hw, (size_t)top, budget, &r->p[top], HW_ROUNDS))
+        return 0;
     for (i = top; i >= 0 && (scan[WALL] || scan[CPU]); i--) {
         pt = &r->p[i];
         if (pt->state == 0 && !measure_point(t, kind, hw, (size_t)i, budget, pt, ROUNDS))
