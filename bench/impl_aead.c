@@ -173,17 +173,24 @@ bench_inst *bench_open_aead_mac(bench_set *s, const bench_alg *a, const char *na
     inst->hw = -1;
     inst->counter = -1;
     if (fam == BENCH_FAM_HWAF) {
-        char *ptr = NULL;
+        /* Its kernel driver, and the backend whose counter shows where its
+         * operations go (hwaf-auto: the context's own choice). */
+        char backend[16] = "";
         OSSL_PARAM p[] = {
             OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, inst->driver, sizeof(inst->driver)),
             OSSL_PARAM_int(HWAF_PARAM_HW, &inst->hw),
+            OSSL_PARAM_utf8_string(HWAF_PARAM_BACKEND, backend, sizeof(backend)),
+            OSSL_PARAM_size_t(HWAF_PARAM_OFFLOAD_MIN, &inst->offload_min),
             OSSL_PARAM_END
         };
 
-        (void)ptr;
         if (!(a->kind == BENCH_AEAD ? EVP_CIPHER_CTX_get_params(st->cctx, p)
                                     : EVP_MAC_CTX_get_params(st->mctx, p)))
             snprintf(inst->driver, sizeof(inst->driver), "?");
+        else if (strcmp(backend, "afalg") == 0)
+            inst->counter = BENCH_CTR_AFALG;
+        else if (strcmp(backend, "devcrypto") == 0)
+            inst->counter = BENCH_CTR_DEVCRYPTO;
         ERR_clear_error();
     }
     return inst;

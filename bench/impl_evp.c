@@ -356,7 +356,7 @@ static void open_fetched(bench_set *s, const bench_alg *a, const char *name,
     if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC) {
         inst = bench_open_aead_mac(s, a, name, propq, fam,
                                    offload != BENCH_OFFLOAD_UNSET ? init : NULL);
-        if (inst != NULL)
+        if (inst != NULL && counter != BENCH_CTR_FROM_CTX)
             inst->counter = counter;
         return;
     }
@@ -492,11 +492,8 @@ void bench_open_hwaf(bench_set *s, const bench_alg *a)
     }
     /* hwaf as an application that prefers it gets it: whichever
      * implementation "provider=hwaf" fetches, in its default mode (each
-     * operation to the kernel or to software by the implementation's
-     * threshold).  GCM and HMAC: no such line yet (their hwaf lines are
-     * forced to the kernel like the others). */
-    if (a->kind == BENCH_AEAD || a->kind == BENCH_MAC)
-        return;
+     * operation, or GCM message, to the kernel or to software by the
+     * implementation's threshold). */
     if (prov_hwaf == NULL || !hwaf_offers(a, "provider=" HWAF_PROVIDER_NAME))
         bench_set_absent(s, BENCH_HWAF_AUTO, "%s", prov_hwaf == NULL ? hwaf_why
                          : "not offered by hwaf for this algorithm");
