@@ -456,20 +456,45 @@ int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
     return 0;
 }
 
-static void field(const char *line, const char *key, char *dst, size_t dstlen)
+/* Whether the key of a /proc/crypto line (its first kl bytes) is key. */
+static int is_key(const char *line, size_t kl, const char *key)
 {
-    size_t kl = strlen(key);
-    const char *v;
+    return strlen(key) == kl && memcmp(line, key, kl) == 0;
+}
 
-    if (strncmp(line, key, kl) != 0 || (line[kl] != ' ' && line[kl] != ':'))
-        return;
-    v = strchr(line, ':');
+/*
+ * One "key : value" line of /proc/crypto into cur, its key looked at once:
+ * the probe reads the registry once per algorithm, a thousand lines and
+ * more each time, at every load of the provider.
+ */
+static void reg_line(char *line, afalg_reginfo *cur)
+{
+    size_t kl = strcspn(line, " :\n");
+    char *v = strchr(line + kl, ':');
+
     if (v == NULL)
         return;
-    v++;
-    while (*v == ' ')
-        v++;
-    snprintf(dst, dstlen, "%.*s", (int)strcspn(v, "\n"), v);
+    for (v++; *v == ' '; v++)
+        ;
+    v[strcspn(v, "\n")] = '\0';
+    if (is_key(line, kl, "name"))
+        snprintf(cur->name, sizeof(cur->name), "%s", v);
+    else if (is_key(line, kl, "driver"))
+        snprintf(cur->driver, sizeof(cur->driver), "%s", v);
+    else if (is_key(line, kl, "module"))
+        snprintf(cur->module, sizeof(cur->module), "%s", v);
+    else if (is_key(line, kl, "type"))
+        snprintf(cur->type, sizeof(cur->type), "%s", v);
+    else if (*v == '\0')
+        return;   /* a flag or number with no value: left as it was */
+    else if (is_key(line, kl, "priority"))
+        cur->priority = atoi(v);
+    else if (is_key(line, kl, "async"))
+        cur->async = strcmp(v, "yes") == 0;
+    else if (is_key(line, kl, "internal"))
+        cur->internal = strcmp(v, "yes") == 0;
+    else if (is_key(line, kl, "selftest"))
+        cur->selftest_ok = strcmp(v, "passed") == 0;
 }
 
 static int type_in(const char *type, const char *types)
@@ -491,7 +516,7 @@ int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
                       int max)
 {
     FILE *f = fopen("/proc/crypto", "re");
-    char line[256], v[128];
+    char line[256];
     afalg_reginfo cur;
     int n = 0, have = 0, eof = 0;
 
@@ -514,26 +539,10 @@ int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
             cur.selftest_ok = 1;
             have = 1;
         }
-        field(line, "name", cur.name, sizeof(cur.name));
-        field(line, "driver", cur.driver, sizeof(cur.driver));
-        field(line, "module", cur.module, sizeof(cur.module));
-        field(line, "type", cur.type, sizeof(cur.type));
-        v[0] = '\0';
-        field(line, "priority", v, sizeof(v));
-        if (v[0] != '\0')
-            cur.priority = atoi(v);
-        v[0] = '\0';
-        field(line, "async", v, sizeof(v));
-        if (v[0] != '\0')
-            cur.async = strcmp(v, "yes") == 0;
-        v[0] = '\0';
-        field(line, "internal", v, sizeof(v));
-        if (v[0] != '\0')
-            cur.internal = strcmp(v, "yes") == 0;
-        v[0] = '\0';
-        field(line, "selftest", v, sizeof(v));
-        if (v[0] != '\0')
-            cur.selftest_ok = strcmp(v, "passed") == 0;
+        /* An entry starts with its name: another algorithm's lines are
+         * skipped unparsed. */
+        if (cur.name[0] == '\0' || strcmp(cur.name, name) == 0)
+            reg_line(line, &cur);
     }
     fclose(f);
     return n;
