@@ -933,6 +933,27 @@ uint64_t fallbacks(const LibCtx &lib)
     return n;
 }
 
+/*
+ * After work done short of descriptors: no error left, the opens tried
+ * since f0 (printed with what was done) and the counts now.  False when
+ * the backend opens no descriptor per session (/dev/crypto), after
+ * checking that nothing fell back: there is no back-off to look at.
+ */
+bool backoff_tried(const LibCtx &lib, const std::string &backend, const std::string &what, uint64_t f0,
+                   const Counts &c0, uint64_t *tried, Counts *c1)
+{
+    EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
+    *tried = fallbacks(lib) - f0;
+    *c1 = counts(lib);
+    std::printf("[          ] %s: %s short of descriptors: %llu opens tried\n", backend.c_str(), what.c_str(),
+                (unsigned long long)*tried);
+    if (backend == "afalg")
+        return true;
+    EXPECT_EQ(*tried, 0u);
+    EXPECT_EQ(c1->sw_bytes, c0.sw_bytes);
+    return false;
+}
+
 TEST_F(Dispatch, OutOfDescriptorsServedInSoftware)
 {
     use_config("offload_min = 0\n");
@@ -1119,16 +1140,11 @@ TEST_F(Dispatch, OutOfDescriptorsBacksOff)
             << "message " << i << ": " << error_queue_text();
         ASSERT_EQ(tohex(dg, dl), tohex(want)) << "message " << i;
     }
-    EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
-    uint64_t tried = fallbacks(*lib_) - f0;
-    Counts c1 = counts(*lib_);
-    std::printf("[          ] %s: %d cipher updates and %d digests short of descriptors: %llu opens tried\n",
-                backend.c_str(), kOps, kOps, (unsigned long long)tried);
-    if (backend != "afalg") {
-        EXPECT_EQ(tried, 0u);
-        EXPECT_EQ(c1.sw_bytes, c0.sw_bytes);
+    uint64_t tried = 0;
+    Counts c1;
+    if (!backoff_tried(*lib_, backend, std::to_string(kOps) + " cipher updates and " + std::to_string(kOps) + " digests",
+                       f0, c0, &tried, &c1))
         return;
-    }
     /* Without the back-off: the init, every update and every message; with
      * it, two failures in a row, then one try after each 64 skipped. */
     const uint64_t most = 2 * (2 + (kOps + 1) / (kFdBackoff + 1) + 1);
@@ -1190,16 +1206,11 @@ TEST_F(Dispatch, GcmOutOfDescriptorsBacksOff)
         ASSERT_TRUE(l.ok) << "message " << i << ": " << error_queue_text();
         ASSERT_EQ(tohex(l.out) + tohex(l.tag), tohex(ref.out) + tohex(ref.tag)) << "message " << i;
     }
-    EXPECT_EQ(ERR_peek_error(), 0u) << error_queue_text();
-    uint64_t tried = fallbacks(*lib_) - f0;
-    Counts c1 = counts(*lib_);
-    std::printf("[          ] %s: %d GCM contexts and %d messages short of descriptors: %llu opens tried\n",
-                backend.c_str(), kConns, kConns, (unsigned long long)tried);
-    if (backend != "afalg") {
-        EXPECT_EQ(tried, 0u);
-        EXPECT_EQ(c1.sw_bytes, c0.sw_bytes);
+    uint64_t tried = 0;
+    Counts c1;
+    if (!backoff_tried(*lib_, backend, std::to_string(kConns) + " GCM contexts and " + std::to_string(kConns) + " messages",
+                       f0, c0, &tried, &c1))
         return;
-    }
     /* Without the back-off: an open at each new context's init and at each
      * message of both contexts (901 here); with it, two failures in a row,
      * then one try after each 64 skipped. */
