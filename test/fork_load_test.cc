@@ -3,7 +3,7 @@
  *
  * ThreadsAndFork.ForksWhileThreadsWork: four threads loop over fresh digest
  * and cipher contexts (new, init, update, final, free), and a fifth seals
- * 16 KiB AES-GCM messages (whose result the kernel writes into the
+ * 4 KiB AES-GCM messages (whose result the kernel writes into the
  * context's own pages, hwaf_aead.c keep_grow()), while the main
  * thread forks HWAF_TEST_FORKS times (1000 unless set).  Each child, under
  * an alarm, does one digest and one cipher of its own through hwaf and
@@ -109,7 +109,7 @@ TEST_F(ThreadsAndFork, ForksWhileThreadsWork)
     Bytes md_want, ct_want;
     ASSERT_TRUE(digest_oneshot(dmd.get(), msg, &md_want));
     ASSERT_TRUE(cipher_oneshot(dc.get(), 1, key, iv, pt, &ct_want));
-    Bytes gcm_in = random_bytes(16384), gcm_iv = random_bytes(12), gcm_want;
+    Bytes gcm_in = random_bytes(4096), gcm_iv = random_bytes(12), gcm_want;
     ASSERT_TRUE(gcm_seal(dg.get(), key, gcm_iv, gcm_in, &gcm_want));
 
     std::atomic<bool> stop{false};
