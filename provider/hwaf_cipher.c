@@ -1112,6 +1112,13 @@ static int cipher_get_ctx_params(void *vctx, OSSL_PARAM params[])
     hwaf_cipher_ctx *ctx = vctx;
     OSSL_PARAM *p;
 
+    /* What EVP asks for alone at every init, the IV length, without
+     * looking for every other name first. */
+    if (params != NULL && params[0].key != NULL && params[1].key == NULL
+        && strcmp(params[0].key, OSSL_CIPHER_PARAM_IVLEN) == 0)
+        return OSSL_PARAM_set_size_t(params, ALG(ctx)->ivlen)
+               ? 1 : hwaf_param_failed(PROV(ctx), params[0].key);
+
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_PADDING)) != NULL
         && !OSSL_PARAM_set_uint(p, (unsigned int)ctx->pad))
         return hwaf_param_failed(PROV(ctx), p->key);
@@ -1156,25 +1163,39 @@ static const OSSL_PARAM *cipher_gettable_ctx_params(void *cctx, void *provctx)
  * cipher and a length other than the cipher's is refused (OpenSSL ignores
  * it on CBC and CTR, so a wrong key length goes unnoticed there).
  */
+/* Padding on or off (XTS, as OpenSSL's, takes none and ignores it). */
+static int set_padding(hwaf_cipher_ctx *ctx, const OSSL_PARAM *p)
+{
+    unsigned int pad;
+
+    if (ALG(ctx)->mode == HWAF_MODE_XTS)
+        return 1;
+    if (!OSSL_PARAM_get_uint(p, &pad)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "padding");
+        return 0;
+    }
+    ctx->pad = pad ? 1 : 0;
+    return 1;
+}
+
 static int set_params_body(hwaf_cipher_ctx *ctx, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p;
 
     if (params == NULL)
         return 1;
+    /* EVP sets the padding alone at every init: without looking for
+     * every other name. */
+    if (params[0].key != NULL && params[1].key == NULL
+        && strcmp(params[0].key, OSSL_CIPHER_PARAM_PADDING) == 0)
+        return set_padding(ctx, params);
     if (!hwaf_cipher_ctx_set_common(ctx->impl, params, &ctx->offload))
         return 0;
     if (ALG(ctx)->mode == HWAF_MODE_XTS)
         return 1;
-    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING)) != NULL) {
-        unsigned int pad;
-
-        if (!OSSL_PARAM_get_uint(p, &pad)) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "padding");
-            return 0;
-        }
-        ctx->pad = pad ? 1 : 0;
-    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING)) != NULL
+        && !set_padding(ctx, p))
+        return 0;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_NUM)) != NULL) {
         unsigned int num;
 
