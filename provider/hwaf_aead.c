@@ -385,20 +385,19 @@ static void keep_free(unsigned char *p, size_t cap, int mapped)
 
 static int keep_grow(hwaf_aead_ctx *ctx, size_t need)
 {
-    static size_t page;
     unsigned char *n;
-    size_t c;
+    size_t c, page;
+    long pg;
     int mapped = 1;
 
     if (need <= ctx->datacap)
         return 1;
     if (need < KEEP_MAP_MIN && !ctx->data_mapped)
         return grow(ctx, &ctx->data, &ctx->datacap, need);
-    if (page == 0) {
-        long p = sysconf(_SC_PAGESIZE);
-
-        page = p > 0 ? (size_t)p : 4096;
-    }
+    /* asked at each growth, which the kept buffer makes rare: no shared
+     * state between threads */
+    pg = sysconf(_SC_PAGESIZE);
+    page = pg > 0 ? (size_t)pg : 4096;
     c = ctx->datacap * 2 > need ? ctx->datacap * 2 : need;
     c = (c + page - 1) & ~(page - 1);
     n = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
