@@ -844,7 +844,7 @@ static int afalg_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
     return 1;
 }
 
-static size_t afalg_aead_max(hwaf_be_aead *s, size_t aadlen)
+static size_t afalg_aead_max(hwaf_be_aead *s, size_t aadlen, int sizing)
 {
     size_t max = s->max, req = s->impl->drv.req_max;
 
@@ -874,10 +874,10 @@ static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
     ssize_t sent;
     int r, ok = 0;
 
-    if (aadlen + len > afalg_aead_max(s, aadlen)) {
+    if (aadlen + len > afalg_aead_max(s, aadlen, 0)) {
         HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
                    "%zu bytes of AAD and data, at most %zu", aadlen + len,
-                   afalg_aead_max(s, aadlen));
+                   afalg_aead_max(s, aadlen, 0));
         return 0;
     }
     if (aadlen > sizeof(small) && (scratch = OPENSSL_malloc(aadlen)) == NULL) {

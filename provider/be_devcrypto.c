@@ -62,13 +62,17 @@
  * size; a kernel short of memory cannot map a large one), shared by every
  * object since it is a property of the device.  A refusal may be passing,
  * so the limit does not stay down for the life of the process: once
- * dc_probe_wait requests have been sized since the limit last moved, a
+ * dc_probe_wait requests have been made since the limit last moved, a
  * request larger than the limit tries up to twice it (dc_max_try).
  * Accepted, the limit rises to what went through; refused, the next try
  * waits twice as many requests (up to DC_PROBE_LAST), so a device whose
  * limit is real costs one refused request per doubling of the work, never
  * a loop.  Only paths that retry a refused request in smaller pieces (or,
- * for GCM, in software) try; a hash's final does not.
+ * for GCM, in software) try; a hash's final does not.  Requests are
+ * counted where they are made (dc_op), once each, and a GCM request the
+ * limit sends to software where it is sized (dc_aead_max with sizing set):
+ * asking for the size is free, so a path may ask twice and get the same
+ * answer.
  */
 #define DC_PROBE_FIRST 64u
 #define DC_PROBE_LAST (1u << 20)
@@ -145,6 +149,7 @@ typedef struct dc_pool_st {
 } dc_pool;
 
 static void dc_took(size_t len);
+static void dc_count_request(void);
 
 /*
  * One CIOCCRYPT of hwaf's work (not the probe's), counted on success: an
@@ -154,8 +159,10 @@ static int dc_op(hwaf_kind kind, int fd, uint32_t ses, int op, int flags,
                  const unsigned char *iv, const unsigned char *src,
                  unsigned char *dst, size_t len, unsigned char *mac)
 {
-    int r = dc_crypt(fd, ses, op, flags, iv, src, dst, len, mac);
+    int r;
 
+    dc_count_request();
+    r = dc_crypt(fd, ses, op, flags, iv, src, dst, len, mac);
     if (r == 0) {
         hwaf_stats_add(HWAF_BE_DEVCRYPTO, kind, len);
         dc_took(len);
@@ -189,10 +196,18 @@ static size_t dc_max_try(const hwaf_impl *impl)
     unsigned int lim = dc_limit();
 
     if (lim < DC_OP_MAX
-        && __atomic_add_fetch(&dc_probe_count, 1, __ATOMIC_RELAXED)
+        && __atomic_load_n(&dc_probe_count, __ATOMIC_RELAXED)
            >= __atomic_load_n(&dc_probe_wait, __ATOMIC_RELAXED))
         return dc_cap(impl, lim > DC_OP_MAX / 2 ? DC_OP_MAX : 2 * (size_t)lim);
     return dc_cap(impl, lim);
+}
+
+/* One more request made since the limit last moved (only counted while
+ * there is a limit to try above). */
+static void dc_count_request(void)
+{
+    if (dc_limit() < DC_OP_MAX)
+        __atomic_add_fetch(&dc_probe_count, 1, __ATOMIC_RELAXED);
 }
 
 /* After an operation of len bytes went through: a try above the limit
@@ -1416,11 +1431,15 @@ static int dc_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
 }
 
 /* Data and tag go in one operation of at most the device's (and the
- * driver's, request_max) limit; the AAD, at most one page, beside them. */
-static size_t dc_aead_max(hwaf_be_aead *s, size_t aadlen)
+ * driver's, request_max) limit; the AAD, at most one page, beside them.
+ * Sizing a request (whether it then comes here or goes to software)
+ * counts it. */
+static size_t dc_aead_max(hwaf_be_aead *s, size_t aadlen, int sizing)
 {
     if (aadlen > CRYPTODEV_AEAD_MAX_AAD)
         return 0;
+    if (sizing)
+        dc_count_request();
     return dc_max_try(s->impl) - HWAF_GCM_TAG;
 }
 
@@ -1444,10 +1463,10 @@ static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                    CRYPTODEV_AEAD_MAX_AAD);
         return 0;
     }
-    if (len > dc_aead_max(s, 0)) {
+    if (len > dc_aead_max(s, 0, 0)) {
         HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
                    "%zu bytes of data, at most %zu in one /dev/crypto operation",
-                   len, dc_aead_max(s, 0));
+                   len, dc_aead_max(s, 0, 0));
         return 0;
     }
     if (need > s->cap) {
@@ -1479,7 +1498,7 @@ static int dc_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
         if (dc_too_large(r, need))
             HWAF_RAISE(impl->prov, HWAF_R_AEAD_MESSAGE_TOO_LARGE,
                        "the device refused %zu bytes in one operation; at most "
-                       "%zu from now on", need, dc_aead_max(s, 0));
+                       "%zu from now on", need, dc_aead_max(s, 0, 0));
         else
             HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
                            "ioctl(CIOCAUTHCRYPT)");

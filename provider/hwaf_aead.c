@@ -226,7 +226,7 @@ static hwaf_be_aead *req_get(hwaf_aead_ctx *ctx, size_t aadlen, size_t len, int 
         if ((be = be_get(ctx)) == NULL && !ctx->soft_only)
             return NULL;
         if (be != NULL) {
-            max = ctx->impl->be->aead_max(be, aadlen);
+            max = ctx->impl->be->aead_max(be, aadlen, 1);
             if (n <= max) {
                 *impl = ctx->impl;
                 return be;
@@ -263,7 +263,7 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
     marked = impl != ctx->impl->soft && !kernel_only(ctx) && hwaf_err_mark(PROV(ctx));
     r = impl->be->aead_crypt(be, enc, ctx->iv, aad, aadlen, in, out, len, tag, owned);
     if (marked) {
-        int retry = r == 0 && impl->be->aead_max(be, aadlen) < aadlen + len;
+        int retry = r == 0 && impl->be->aead_max(be, aadlen, 0) < aadlen + len;
 
         hwaf_err_mark_drop(PROV(ctx), retry);
         if (retry) {
@@ -619,7 +619,7 @@ static int fits(hwaf_aead_ctx *ctx, size_t aadmore, size_t datamore)
         return 1;
     if ((be = be_get(ctx)) == NULL)
         return 0;
-    max = ctx->impl->be->aead_max(be, aad);
+    max = ctx->impl->be->aead_max(be, aad, 0);
     if (n > max) {
         too_large(ctx, aad, n, max);
         return 0;

@@ -181,8 +181,11 @@ typedef struct hwaf_backend_st {
                       const unsigned char *in, unsigned char *out, size_t len,
                       unsigned char *tag, int owned);
     /* Largest aadlen + len one aead_crypt() takes when aadlen bytes of it
-     * are AAD; less than aadlen when no request takes that much AAD. */
-    size_t (*aead_max)(hwaf_be_aead *s, size_t aadlen);
+     * are AAD; less than aadlen when no request takes that much AAD.
+     * sizing = 1 once per request, when its path is chosen by this answer
+     * (a backend that learns its limit counts requests by it); 0 for a
+     * check, which counts nothing. */
+    size_t (*aead_max)(hwaf_be_aead *s, size_t aadlen, int sizing);
     void (*aead_close)(hwaf_be_aead *s);
     void (*aead_abandon)(hwaf_be_aead *s);
 

@@ -189,7 +189,7 @@ static int am_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
     return 1;
 }
 
-static size_t am_aead_max(hwaf_be_aead *s, size_t aadlen)
+static size_t am_aead_max(hwaf_be_aead *s, size_t aadlen, int sizing)
 {
     return SIZE_MAX;
 }

@@ -315,6 +315,7 @@ TEST_F(DevcryptoCounters, OneIoctlIsOneOperation)
 class DevcryptoLimit : public DevcryptoTest {
 protected:
     static constexpr size_t kUpdate = 32768;
+    const char *alg_ = "AES-128-CBC";
 
     void SetUp() override
     {
@@ -330,10 +331,10 @@ protected:
         ctl_ = c;
         unlink(ctl_.c_str());
         unlink((ctl_ + ".refused").c_str());
-        need_cipher("AES-128-CBC", &h_, &d_);
+        need_cipher(alg_, &h_, &d_);
         if (!h_)
             return;
-        Bytes key = random_bytes(16), iv = random_bytes(16);
+        Bytes key = random_bytes(EVP_CIPHER_get_key_length(h_.get())), iv = random_bytes(16);
         int force = 1;
         OSSL_PARAM p[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_END };
         hc_.reset(EVP_CIPHER_CTX_new());
@@ -443,6 +444,50 @@ TEST_F(DevcryptoLimit, LastingRefusalIsTriedAgainRarely)
     int n = until_one_request(1000);
     EXPECT_GT(n, 0);
     printf("    one request per update again after %d updates\n", n);
+}
+
+/*
+ * "After 64 requests" counts requests made, once each: an AES-128-XTS data
+ * unit of 32 KiB over a limit of 4 KiB is one tweak request and 8 pieces,
+ * and its path asks for the size twice (the whole unit, then the pieces).
+ * Between two refused tries there are as many requests as the wait then
+ * was (64, 128), give or take the 9 of one unit, which is where a try can
+ * start; counting the size questions instead (twice per unit) would make
+ * it about 4.5 times as many.
+ */
+class DevcryptoLimitXts : public DevcryptoLimit {
+protected:
+    DevcryptoLimitXts() { alg_ = "AES-128-XTS"; }
+};
+
+TEST_F(DevcryptoLimitXts, TriesAgainAfterSoManyRequests)
+{
+    if (!h_)
+        return;
+    ASSERT_GT(until_one_request(1000), 0);
+    limit(4096);
+    EXPECT_EQ(update(), 9u) << "the tweak, then 8 pieces of 4 KiB";
+    ASSERT_EQ(refused(), 3) << "refused at 32, 16 and 8 KiB";
+    uint64_t since = 0;
+    int seen = 3;
+    const uint64_t want[] = { 64, 128 };
+    for (int i = 0; i < 200 && seen < 5 && !HasFailure(); i++) {
+        uint64_t n = update();
+        ASSERT_EQ(n, 9u) << "update " << i;
+        since += n;
+        int r = refused();
+        if (r == seen)
+            continue;
+        ASSERT_EQ(r, seen + 1);
+        uint64_t w = want[seen - 3];
+        printf("    a larger request tried again after %llu requests (wait %llu)\n",
+               (unsigned long long)since, (unsigned long long)w);
+        EXPECT_GE(since + 9, w);
+        EXPECT_LE(since, w + 9);
+        seen = r;
+        since = 0;
+    }
+    EXPECT_EQ(seen, 5) << "never tried a larger request again";
 }
 
 } // namespace
