@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include "fault_shim.h"
@@ -21,6 +22,7 @@ static __thread int err_;
 static __thread const char *fired_;
 static __thread const char *names_[MAX_NAMES];
 static int seen_hwaf;
+static int mmap_counted;
 
 void fault_arm(unsigned nth, enum fault_kind kind, int err)
 {
@@ -36,6 +38,7 @@ void fault_disarm(void) { armed = 0; }
 unsigned fault_calls(void) { return calls_; }
 const char *fault_fired(void) { return fired_; }
 int fault_shim_active(void) { return seen_hwaf; }
+void fault_count_mmap(int on) { mmap_counted = on; }
 
 const char *fault_call_name(unsigned i)
 {
@@ -87,6 +90,14 @@ static size_t half(size_t n) { return n > 1 ? n / 2 : n; }
         real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 #define RET __builtin_return_address(0)
 #define FAIL(val) do { errno = err_; return (val); } while (0)
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    REAL(mmap);
+    if (mmap_counted && decide("mmap", RET, 0))
+        FAIL(MAP_FAILED);
+    return real_mmap(addr, len, prot, flags, fd, off);
+}
 
 int socket(int domain, int type, int protocol)
 {

@@ -1,7 +1,8 @@
 /*
  * A system-call fault injector for the test suite.  fault_shim.c defines
  * the libc functions hwaf calls (socket, bind, setsockopt, accept4, sendmsg,
- * send, read, recv, vmsplice, splice, pipe2, open, ioctl, close, fcntl, ...)
+ * send, read, recv, vmsplice, splice, pipe2, open, ioctl, close, fcntl,
+ * mmap when asked, ...)
  * in the test executable, which exports them, so the dynamic linker binds
  * hwaf.so's calls to them; each forwards to libc (dlsym RTLD_NEXT).  Only
  * calls made from hwaf.so itself are counted or failed: libcrypto, the test
@@ -31,6 +32,10 @@ const char *fault_call_name(unsigned i);
 /* The injected call's name when the fault was applied, else NULL (the nth
  * call never came, or a short fault landed on a call that cannot be short). */
 const char *fault_fired(void);
+/* mmap() is passed through uncounted unless this is on (a GCM context's
+ * kept data; the matrix leaves it alone, which keeps its cases as they
+ * were).  Only mmap itself: a 32-bit build calling mmap64 is not seen. */
+void fault_count_mmap(int on);
 /* 1 when the shim is bound in place of libc (a self-test of the
  * interposition: hwaf's calls must reach it). */
 int fault_shim_active(void);

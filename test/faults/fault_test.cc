@@ -462,6 +462,101 @@ TEST_P(Faults, EveryCallEveryErrno)
                             << "one example of each:\n" << report_;
 }
 
+/*
+ * GCM's kept data: from 1 KiB on, pages of the context's own (mmap) that
+ * the kernel writes into; when no mapping can be had (vm.max_map_count
+ * reached: ENOMEM), the heap and the bounce buffer instead.  The mmap is
+ * found by counting a message's calls, then failed in a fresh context:
+ * ciphertext, tag and plaintext must equal the default provider's, in one
+ * update (the first request lands in the kept data) and in two (the
+ * counter-mode continuation copies into it), and a second message of the
+ * same context too.  Forced to the kernel.
+ */
+class KeptDataFaults : public KernelTest {};
+
+TEST_F(KeptDataFaults, GcmWithoutMappingUsesTheHeap)
+{
+    on_alarm_install();
+    LibCtx lc;
+    ASSERT_TRUE(lc.hwaf_loaded()) << lc.load_errors();
+    CipherPtr h(EVP_CIPHER_fetch(lc.get(), "AES-128-GCM", hwaf_query().c_str()));
+    CipherPtr d(EVP_CIPHER_fetch(lc.get(), "AES-128-GCM", "provider=default"));
+    ASSERT_TRUE(h && d) << error_queue_text();
+    const Bytes key = random_bytes(16), iv = random_bytes(12), aad = random_bytes(13);
+    /* The CUSE device bounds a request at 4080 bytes of AAD and data. */
+    const size_t big = env().backend == "devcrypto" ? 2048 : 16384;
+    for (size_t len : {(size_t)1024, big}) {
+        const Bytes plain = random_bytes(len);
+        for (size_t first : {len, (size_t)100}) {
+            /* Ciphertext || tag when encrypting, plaintext when decrypting;
+             * in = plaintext, or ciphertext || tag. */
+            auto run = [&](const EVP_CIPHER *ci, EVP_CIPHER_CTX *c, int enc, const Bytes &in,
+                           Bytes *out) {
+                int force = 1, l = 0, l1 = 0, l2 = 0, l3 = 0;
+                OSSL_PARAM p[] = {OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_END};
+                Bytes o(len + 32), tag(16);
+                if (!enc)
+                    tag.assign(in.end() - 16, in.end());
+                out->clear();
+                if (!EVP_CipherInit_ex2(c, ci, key.data(), iv.data(), enc,
+                                        ci == h.get() ? p : nullptr)
+                    || !EVP_CipherUpdate(c, nullptr, &l, aad.data(), (int)aad.size())
+                    || !EVP_CipherUpdate(c, o.data(), &l1, in.data(), (int)first)
+                    || (first < len
+                        && !EVP_CipherUpdate(c, o.data() + l1, &l2, in.data() + first,
+                                             (int)(len - first)))
+                    || (!enc && !EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16, tag.data()))
+                    || !EVP_CipherFinal_ex(c, o.data() + l1 + l2, &l3))
+                    return false;
+                out->assign(o.begin(), o.begin() + l1 + l2 + l3);
+                if (enc && !EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, tag.data()))
+                    return false;
+                if (enc)
+                    out->insert(out->end(), tag.begin(), tag.end());
+                return true;
+            };
+            Bytes sealed, opened;
+            CtxPtr dc(EVP_CIPHER_CTX_new());
+            ASSERT_TRUE(run(d.get(), dc.get(), 1, plain, &sealed));
+            for (int enc = 1; enc >= 0; enc--) {
+                const Bytes &in = enc ? plain : sealed, &want = enc ? sealed : plain;
+                std::string what = std::to_string(len) + " bytes, first update "
+                    + std::to_string(first) + (enc ? ", encrypt" : ", decrypt");
+                Bytes out;
+                /* Where the mapping comes in a fresh context's message
+                 * (after one to warm up: this thread's bounce buffer is
+                 * mapped once, at its first read). */
+                CtxPtr c(EVP_CIPHER_CTX_new());
+                ASSERT_TRUE(run(h.get(), c.get(), enc, in, &out)) << what << ": " << error_queue_text();
+                c.reset(EVP_CIPHER_CTX_new());
+                fault_count_mmap(1);
+                fault_arm(0, FAULT_COUNT, 0);
+                bool ok = run(h.get(), c.get(), enc, in, &out);
+                unsigned n = fault_calls(), at = 0;
+                fault_disarm();
+                ASSERT_TRUE(ok) << what << ": " << error_queue_text();
+                for (unsigned i = 1; i <= n && at == 0; i++)
+                    if (fault_call_name(i) != nullptr && strcmp(fault_call_name(i), "mmap") == 0)
+                        at = i;
+                ASSERT_NE(at, 0u) << what << ": no mmap among hwaf's " << n << " calls";
+                /* Again, with that mmap refused. */
+                c.reset(EVP_CIPHER_CTX_new());
+                fault_arm(at, FAULT_ERRNO, ENOMEM);
+                ok = run(h.get(), c.get(), enc, in, &out);
+                const char *fired = fault_fired();
+                fault_disarm();
+                fault_count_mmap(0);
+                EXPECT_TRUE(fired != nullptr && strcmp(fired, "mmap") == 0) << what;
+                ASSERT_TRUE(ok) << what << ": " << error_queue_text();
+                EXPECT_EQ(tohex(out), tohex(want)) << what;
+                /* The context's next message, on the heap buffer it kept. */
+                ASSERT_TRUE(run(h.get(), c.get(), enc, in, &out)) << what << ": " << error_queue_text();
+                EXPECT_EQ(tohex(out), tohex(want)) << what << ", second message";
+            }
+        }
+    }
+}
+
 std::vector<std::string> all_algs()
 {
     std::vector<std::string> v;
