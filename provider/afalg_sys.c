@@ -416,6 +416,11 @@ int afalg_read_whole(int op, void *out, size_t len)
     return read_safely(op, out, len, 1);
 }
 
+int afalg_read_hash(int op, void *out, size_t len)
+{
+    return read_whole(op, out, len);
+}
+
 int afalg_splice_in(int op, int pipe_r, int pipe_w, const void *in, size_t len,
                     int more, const char **call)
 {

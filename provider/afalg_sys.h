@@ -65,6 +65,13 @@ int afalg_read_all(int op, void *out, size_t len);
  * Through the same buffer as afalg_read_all() where the kernel needs it.
  */
 int afalg_read_whole(int op, void *out, size_t len);
+/*
+ * A hash socket's answer, as afalg_read_whole() but straight into out on
+ * every kernel: the hash read copies a result the kernel keeps in its own
+ * memory (copy_to_user, algif_hash's recvmsg), holding no page of out[]
+ * while it works, so fork() cannot split it.
+ */
+int afalg_read_hash(int op, void *out, size_t len);
 /* 1 when this kernel's AF_ALG read() needs that buffer (before 6.5). */
 int afalg_read_bounced(void);
 

@@ -693,7 +693,7 @@ static int afalg_md_final(hwaf_be_md *s, unsigned char *md)
 {
     /* With nothing sent, the kernel hashes the empty message.  The hash
      * ends at the first read; until one succeeds the socket is not clean. */
-    int r = afalg_read_whole(s->op, md, s->impl->alg->mdlen);
+    int r = afalg_read_hash(s->op, md, s->impl->alg->mdlen);
 
     if (r == 0)
         s->more = 0;
