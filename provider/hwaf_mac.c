@@ -431,14 +431,21 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
         ctx->impl->soft->be->md_close(ctx->sw);
         ctx->sw = NULL;
     }
-    ctx->where = PATH_UNDECIDED;
     ctx->inited = 1;
     /* Decided already: go there now, as a kernel-only context always did
-     * (a bad key or a missing driver shows at init). */
-    if (threshold(ctx) == 0 && !go(ctx, 1)) {
-        ctx->failed = 1;
-        return 0;
+     * (a bad key or a missing driver shows at init); a kernel MAC reset
+     * above is there already (nothing is held). */
+    if (threshold(ctx) == 0) {
+        if (ctx->where == PATH_KERNEL && ctx->k.be != NULL)
+            return 1;
+        ctx->where = PATH_UNDECIDED;
+        if (!go(ctx, 1)) {
+            ctx->failed = 1;
+            return 0;
+        }
+        return 1;
     }
+    ctx->where = PATH_UNDECIDED;
     return 1;
 }
 
