@@ -49,7 +49,7 @@ static OSSL_FUNC_digest_gettable_params_fn digest_gettable_params;
 static OSSL_FUNC_digest_get_ctx_params_fn digest_get_ctx_params;
 static OSSL_FUNC_digest_gettable_ctx_params_fn digest_gettable_ctx_params;
 static OSSL_FUNC_digest_set_ctx_params_fn digest_set_ctx_params;
-static int digest_ready(hwaf_digest_ctx *ctx);
+static inline int digest_ready(hwaf_digest_ctx *ctx);
 
 /*
  * One freed context of each implementation waits for the next newctx:
@@ -213,7 +213,16 @@ static int md_restart(hwaf_digest_ctx *ctx, unsigned char *md)
 static int feed(hwaf_digest_ctx *ctx, const unsigned char *in, size_t inl)
 {
     if (ctx->where == PATH_UNDECIDED) {
-        int r = hwaf_hold_take(PROV(ctx), &ctx->hold, threshold(ctx), in, inl);
+        size_t t = threshold(ctx);
+        int r;
+
+        /* Software from the first byte with its hash made already (a
+         * context below a threshold of never, or forced): no hold, no go(). */
+        if (t == SIZE_MAX && ctx->hold.held == 0 && ctx->sw != NULL) {
+            ctx->where = PATH_SOFT;
+            return inl == 0 || hwaf_soft_md_update(ctx->impl->soft, ctx->sw, in, inl);
+        }
+        r = hwaf_hold_take(PROV(ctx), &ctx->hold, t, in, inl);
 
         if (r == HWAF_HOLD_KEPT)
             return 1;
@@ -272,7 +281,7 @@ static int digest_init(void *vctx, const OSSL_PARAM params[])
     return 1;
 }
 
-static int digest_ready(hwaf_digest_ctx *ctx)
+static int digest_refuse(hwaf_digest_ctx *ctx)
 {
     if (!ctx->inited) {
         HWAF_RAISE(PROV(ctx), HWAF_R_NOT_INITIALISED, NULL);
@@ -294,6 +303,14 @@ static int digest_ready(hwaf_digest_ctx *ctx)
         return 0;
     }
     return 1;
+}
+
+/* Every update and final: the common case tested here, the errors there. */
+static inline int digest_ready(hwaf_digest_ctx *ctx)
+{
+    if (ctx->inited && !ctx->failed && !ctx->finalised && !ctx->k.broken)
+        return 1;
+    return digest_refuse(ctx);
 }
 
 /*

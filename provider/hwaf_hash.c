@@ -110,6 +110,9 @@ int hwaf_hold_take(hwaf_prov *prov, hwaf_hold *h, size_t t,
 
 void hwaf_hold_clear(hwaf_hold *h)
 {
+    if (h->held == 0)  /* nothing held (every message in software or the
+                        * kernel from its first byte): no call to make */
+        return;
     OPENSSL_cleanse(h->buf, h->held);  /* the rest is wiped already */
     h->held = 0;
 }
