@@ -896,7 +896,13 @@ static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
     rx[1].iov_len = len;
     rx[2].iov_base = tag;
     rx[2].iov_len = enc ? HWAF_GCM_TAG : 0;
-    sent = afalg_send_aead(s->op, enc, iv, HWAF_GCM_IV, aadlen, tx, 3);
+    /* A tag right after the data (GCM's kept data) is one buffer with it:
+     * a kernel maps each buffer of a read on its own. */
+    if (enc && tag == out + len) {
+        rx[1].iov_len += HWAF_GCM_TAG;
+        rx[2].iov_len = 0;
+    }
+    sent = afalg_send_aead(s->op, enc, iv, HWAF_GCM_IV, aadlen, tx, tx[2].iov_len != 0 ? 3 : 2);
     if (sent < 0) {
         HWAF_RAISE_SYS(impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, (int)-sent, "sendmsg");
         goto done;
@@ -906,7 +912,7 @@ static int afalg_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                    "sendmsg took %zd of %zu bytes", sent, total);
         goto done;
     }
-    r = afalg_readv_all(s->op, rx, 3, owned);
+    r = afalg_readv_all(s->op, rx, rx[2].iov_len != 0 ? 3 : 2, owned);
     if (r == -EBADMSG && !enc) {
         ok = -1;
     } else if (r < 0) {
