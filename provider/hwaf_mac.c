@@ -290,17 +290,33 @@ static const OSSL_PARAM *mac_settable_ctx_params(void *cctx, void *provctx)
     return mac_known_settable_ctx_params;
 }
 
+/* key == OSSL_MAC_PARAM_SIZE ("size"), compared inline: a library
+ * strcmp() costs more than the rest of the answer. */
+static int is_size_key(const char *k)
+{
+    return k[0] == 's' && k[1] == 'i' && k[2] == 'z' && k[3] == 'e' && k[4] == '\0';
+}
+
 static int mac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_mac_ctx *ctx = vctx;
     OSSL_PARAM *p;
 
     /* What EVP_MAC_final() asks for alone with every message, without
-     * looking for every other name first. */
+     * looking for every other name first; its usual form (a size_t) is
+     * written directly, any other through OSSL_PARAM_set_size_t(). */
     if (params != NULL && params[0].key != NULL && params[1].key == NULL
-        && ctx->soft == NULL && strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) == 0)
-        return OSSL_PARAM_set_size_t(params, ctx->impl != NULL ? ctx->impl->alg->mdlen : 0)
-               ? 1 : hwaf_param_failed(ctx->prov, params[0].key);
+        && ctx->soft == NULL && is_size_key(params[0].key)) {
+        size_t n = ctx->impl != NULL ? ctx->impl->alg->mdlen : 0;
+
+        if (params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER && params[0].data != NULL
+            && params[0].data_size == sizeof(size_t)) {
+            *(size_t *)params[0].data = n;
+            params[0].return_size = sizeof(size_t);
+            return 1;
+        }
+        return OSSL_PARAM_set_size_t(params, n) ? 1 : hwaf_param_failed(ctx->prov, params[0].key);
+    }
     if (ctx->soft != NULL) {
         if ((p = OSSL_PARAM_locate(params, HWAF_PARAM_DRIVER)) != NULL
             && !OSSL_PARAM_set_utf8_string(p, "none"))
