@@ -101,9 +101,11 @@ void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg);
 /* "never", or the number of bytes, into buf. */
 const char *hwaf_threshold_text(size_t v, char *buf, size_t len);
 extern const char *const hwaf_src_names[];
-/* The documented defaults used without a calibration (docs/config.md). */
-#define HWAF_DEFAULT_OFFLOAD_HW_THROUGHPUT 16384
-#define HWAF_DEFAULT_OFFLOAD_HW_CPU 4096
+/* The documented defaults used without a calibration (docs/config.md): for
+ * an engine, the sizes from which every calibration of the test rig's
+ * virtio-crypto engine that found a crossover had the kernel winning. */
+#define HWAF_DEFAULT_OFFLOAD_HW_THROUGHPUT 65536
+#define HWAF_DEFAULT_OFFLOAD_HW_CPU 16384
 
 int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                      struct hwaf_prov_st *prov, hwaf_config *cfg);

@@ -868,7 +868,7 @@ TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
     lines = threshold_lines(*lib_);
     ASSERT_EQ(lines.size(), impls.size() + 1);
     for (size_t i = 0; i < impls.size(); i++) {
-        std::string want = impls[i].hw ? "16384" : "never";
+        std::string want = impls[i].hw ? "65536" : "never";
         EXPECT_EQ(lines[i + 1], impls[i].name + " " + impls[i].backend + " " + impls[i].driver +
                                     " offload_min=" + want + " source=default");
     }
