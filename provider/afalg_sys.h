@@ -100,10 +100,21 @@ typedef struct afalg_reginfo_st {
 /*
  * Every /proc/crypto entry whose name is `name` and whose type is one of the
  * space-separated `types`.  Returns how many were stored (at most max), or
- * -errno when /proc/crypto cannot be read.
+ * -errno when /proc/crypto cannot be read.  Read from the registry's copy
+ * in memory while one is held (afalg_registry_hold), else from the file.
  */
 int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
                       int max);
+/*
+ * Keep a copy of /proc/crypto in memory for the afalg_proc_crypto() calls
+ * that follow: the kernel prints its whole registry at each read (about 2 ms
+ * in the test rig's guest), and a probe asks about a dozen names.  Read
+ * when no copy is held, or again when refresh (a bind may have added an
+ * instance).  0 or -errno (then the calls read the file).  Not thread-safe:
+ * for the probe, under its lock.
+ */
+int afalg_registry_hold(int refresh);
+void afalg_registry_release(void);
 
 /*
  * Ask crypto_user (NETLINK_CRYPTO) for a driver's flags.  Returns 0 and sets

@@ -118,7 +118,10 @@ static const char *reg_types(const hwaf_alg *alg)
 
 static int afalg_available(char *why, size_t whylen)
 {
-    int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int fd;
+
+    afalg_registry_release();   /* a probe starts from the registry as it is now */
+    fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
     if (fd < 0) {
         int err = errno;
@@ -142,23 +145,40 @@ static int by_priority(const void *a, const void *b)
     return (y->priority > x->priority) - (y->priority < x->priority);
 }
 
+static int any_usable(const afalg_reginfo *reg, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (reg[i].selftest_ok)
+            return 1;
+    return 0;
+}
+
 static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
 {
     afalg_reginfo reg[AFALG_MAX_REG];
     const char *type = alg_type(alg);
     int fd, n, i, k = 0;
 
-    /* Binding the generic name makes the kernel instantiate its best
-     * implementation, so that /proc/crypto lists it. */
-    fd = afalg_bind(type, alg->kname, NULL);
-    if (fd < 0) {
-        HWAF_DEBUG("afalg: %s \"%s\" not available: %s", type, alg->kname,
-                   strerror(-fd));
-        return 0;
-    }
-    close(fd);
-
+    /* The registry as this probe read it (once, not per algorithm). */
+    afalg_registry_hold(0);
     n = afalg_proc_crypto(alg->kname, reg_types(alg), reg, AFALG_MAX_REG);
+    if (!any_usable(reg, n)) {
+        /* Binding the generic name makes the kernel instantiate its best
+         * implementation, so that /proc/crypto lists it.  When the
+         * registry lists a usable one already, the kernel would take that
+         * one and instantiate nothing. */
+        fd = afalg_bind(type, alg->kname, NULL);
+        if (fd < 0) {
+            HWAF_DEBUG("afalg: %s \"%s\" not available: %s", type, alg->kname,
+                       strerror(-fd));
+            return 0;
+        }
+        close(fd);
+        afalg_registry_hold(1);
+        n = afalg_proc_crypto(alg->kname, reg_types(alg), reg, AFALG_MAX_REG);
+    }
     if (n <= 0) {
         /* No registry to read: offer the generic name, driver unknown. */
         HWAF_DEBUG("afalg: /proc/crypto lists no %s; binding by name", alg->kname);
@@ -988,4 +1008,5 @@ const hwaf_backend hwaf_backend_afalg = {
     afalg_aead_close,
     afalg_aead_close,     /* abandon: as for ciphers */
     afalg_mac_open,
+    afalg_registry_release,   /* probe_done */
 };

@@ -1572,4 +1572,5 @@ const hwaf_backend hwaf_backend_devcrypto = {
     dc_aead_close,
     dc_aead_abandon,
     dc_mac_open,
+    NULL,   /* probe_done: nothing kept */
 };

@@ -197,6 +197,10 @@ typedef struct hwaf_backend_st {
      */
     int (*mac_open)(hwaf_be_md **s, const hwaf_impl *impl,
                     const unsigned char *key, size_t keylen);
+
+    /* Optional: the probe of this backend is over (the last drivers() call
+     * of it has returned); drop what available() and drivers() kept. */
+    void (*probe_done)(void);
 } hwaf_backend;
 
 /* Bumped in every child after fork() (hwaf_fork.c). */

@@ -170,6 +170,8 @@ static void probe_backend(int b)
             probe.ndrv[b][a] = k;
         }
     }
+    if (be->probe_done != NULL)
+        be->probe_done();
     if (hwaf_sys_transient_count() == shortages) {
         probe.done[b] = 1;
         probe.transient[b] = 0;
