@@ -583,10 +583,12 @@ static int configured_file(const char *config, char *out, size_t len)
 int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
                    double budget)
 {
-    const char *algs = NULL, *config = NULL;
+    const char *algs = NULL, *config = NULL, *st_afalg = NULL, *st_dc = NULL;
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_ALGORITHMS, (char **)&algs, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&st_afalg, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, (char **)&st_dc, 0),
         OSSL_PARAM_END
     };
     char path[4096], tmp[4200], line[512];
@@ -629,6 +631,16 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
     for (i = 0; i < NSIZES; i++)
         fprintf(f, " %zu", sizes[i]);
     fprintf(f, "\n");
+    /* What the probe found decides which implementations are calibrated:
+     * the backends' status goes into the file, and a probe that met a
+     * passing shortage (its result is not the kernel's) is said aloud. */
+    fprintf(f, "# afalg: %s\n# devcrypto: %s\n", st_afalg != NULL ? st_afalg : "?",
+            st_dc != NULL ? st_dc : "?");
+    if ((st_afalg != NULL && strstr(st_afalg, "probed again") != NULL)
+        || (st_dc != NULL && strstr(st_dc, "probed again") != NULL))
+        fprintf(stderr, "hwaf-info: the kernel probe of this process was cut short (afalg: %s; "
+                "devcrypto: %s): implementations may be missing from this calibration; "
+                "run it again\n", st_afalg != NULL ? st_afalg : "?", st_dc != NULL ? st_dc : "?");
     for (const char *l = algs; *l != '\0';) {
         size_t len = strcspn(l, "\n");
         char name[64], be[16], drv[128], hw[8], propq[128], tw[24], tc[24];

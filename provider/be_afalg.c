@@ -192,8 +192,13 @@ static int afalg_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
         unsigned int flags = 0;
         int nl;
 
-        if (!reg[i].selftest_ok)
+        if (!reg[i].selftest_ok) {
+            /* Failed, or not finished yet (a driver that registered
+             * moments ago): /proc/crypto tells the two apart no more. */
+            HWAF_DEBUG("afalg: %s: driver %s has not passed the kernel's self-test: "
+                       "not offered", alg->kname, reg[i].driver);
             continue;
+        }
         fd = afalg_bind(type, reg[i].driver, NULL);
         if (fd < 0) {
             HWAF_DEBUG("afalg: driver %s refuses to bind: %s", reg[i].driver,
