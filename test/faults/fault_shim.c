@@ -22,7 +22,7 @@ static __thread int err_;
 static __thread const char *fired_;
 static __thread const char *names_[MAX_NAMES];
 static int seen_hwaf;
-static int mmap_counted;
+static int mmap_only;
 
 void fault_arm(unsigned nth, enum fault_kind kind, int err)
 {
@@ -38,7 +38,7 @@ void fault_disarm(void) { armed = 0; }
 unsigned fault_calls(void) { return calls_; }
 const char *fault_fired(void) { return fired_; }
 int fault_shim_active(void) { return seen_hwaf; }
-void fault_count_mmap(int on) { mmap_counted = on; }
+void fault_mmap_only(int on) { mmap_only = on; }
 
 const char *fault_call_name(unsigned i)
 {
@@ -65,7 +65,7 @@ static int decide(const char *name, const void *ret, int can_short)
     if (!from_hwaf(ret))
         return 0;
     seen_hwaf = 1;
-    if (!armed)
+    if (!armed || (mmap_only && strcmp(name, "mmap") != 0))
         return 0;
     calls_++;
     if (calls_ <= MAX_NAMES)
@@ -94,7 +94,7 @@ static size_t half(size_t n) { return n > 1 ? n / 2 : n; }
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     REAL(mmap);
-    if (mmap_counted && decide("mmap", RET, 0))
+    if (mmap_only && decide("mmap", RET, 0))
         FAIL(MAP_FAILED);
     return real_mmap(addr, len, prot, flags, fd, off);
 }

@@ -32,10 +32,11 @@ const char *fault_call_name(unsigned i);
 /* The injected call's name when the fault was applied, else NULL (the nth
  * call never came, or a short fault landed on a call that cannot be short). */
 const char *fault_fired(void);
-/* mmap() is passed through uncounted unless this is on (a GCM context's
- * kept data; the matrix leaves it alone, which keeps its cases as they
- * were).  Only mmap itself: a 32-bit build calling mmap64 is not seen. */
-void fault_count_mmap(int on);
+/* On: only hwaf's mmap() calls are counted (and failed), every other call
+ * passes uncounted (a GCM context's kept data).  Off, the default: mmap()
+ * passes uncounted, which keeps the matrix's cases as they were.  Only
+ * mmap itself: a 32-bit build calling mmap64 is not seen. */
+void fault_mmap_only(int on);
 /* 1 when the shim is bound in place of libc (a self-test of the
  * interposition: hwaf's calls must reach it). */
 int fault_shim_active(void);
