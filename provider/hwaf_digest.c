@@ -67,10 +67,13 @@ static int spare_put(hwaf_digest_ctx *ctx)
     if (ctx->spare == NULL || ctx->k.be != NULL || ctx->k.broken || ctx->failed
         || __atomic_load_n(ctx->spare, __ATOMIC_RELAXED) != NULL)
         return 0;
-    /* After a final in software, md_restart() initialised it already. */
+    /* A software hash is kept only after a final there: the wipe cannot
+     * reach the input buffer's last byte, which a final leaves holding the
+     * message's length or nothing; one freed mid-message goes with its context (the
+     * default provider's free clears all of it). */
     if (ctx->sw != NULL
-        && !hwaf_soft_md_wipe(ctx->impl->soft, ctx->sw,
-                              ctx->finalised && ctx->where == PATH_SOFT))
+        && (!ctx->finalised || ctx->where != PATH_SOFT
+            || !hwaf_soft_md_wipe(ctx->impl->soft, ctx->sw)))
         return 0;
     hwaf_hold_clear(&ctx->hold);
     ctx->finalised = ctx->inited = ctx->be_used = 0;

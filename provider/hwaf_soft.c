@@ -512,18 +512,21 @@ void *hwaf_soft_md_new(const hwaf_impl *soft)
     return c;
 }
 
-int hwaf_soft_md_wipe(const hwaf_impl *soft, void *c, int inited)
+int hwaf_soft_md_wipe(const hwaf_impl *soft, void *c)
 {
     static const unsigned char zero[HWAF_SOFT_MD_BLOCK_MAX];
     const soft_alg *f = FNS(soft);
     size_t n = soft->alg->blocklen;
 
     /* Init need not clear the input buffer (SHA-512's does not): fill it
-     * with zeros, one byte short of a block so that it stays buffered. */
+     * with zeros, one byte short of a block so that it stays buffered.
+     * The first init is needed after a final too: SHA-512's final leaves
+     * its count of buffered bytes, and zeros added to it would fill the
+     * block, hash it (a second compression per message) and leave the
+     * message's last byte where the zeros did not reach. */
     if (n == 0 || n > sizeof(zero))
         return 0;
-    return (inited || f->d_init(c, NULL)) && f->d_update(c, zero, n - 1)
-           && f->d_init(c, NULL);
+    return f->d_init(c, NULL) && f->d_update(c, zero, n - 1) && f->d_init(c, NULL);
 }
 
 int hwaf_soft_md_init(const hwaf_impl *soft, void *c)

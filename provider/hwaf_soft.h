@@ -85,11 +85,12 @@ void *hwaf_soft_md_dup(const hwaf_impl *soft, void *c);
 void hwaf_soft_md_free(const hwaf_impl *soft, void *c);
 /*
  * c as new, nothing of an earlier message left in it (state and input
- * buffer overwritten), nothing counted; inited: c is initialised already
- * (after a final and an init).  1, or 0 (nothing raised): free it instead.
+ * buffer overwritten but for the buffer's last byte), nothing counted;
+ * only for c after a final, where that byte holds the final's length (or
+ * nothing), not the message.  1, or 0 (nothing raised): free it instead.
  */
 #define HWAF_SOFT_MD_BLOCK_MAX 128
-int hwaf_soft_md_wipe(const hwaf_impl *soft, void *c, int inited);
+int hwaf_soft_md_wipe(const hwaf_impl *soft, void *c);
 
 /*
  * The default provider's implementation of an algorithm: its dispatch table
