@@ -1,9 +1,10 @@
 /*
  * Descriptor economy on either backend.
  *
- *   FdEconomy*  10,000 live contexts of each kind (cipher, digest, GCM,
- *               HMAC) at once, each mid-stream,
- *               under a descriptor limit of 1024: every one finishes with
+ *   FdEconomy*  2,000 live contexts of each kind (cipher, digest, GCM,
+ *               HMAC) at once, each mid-stream, under a descriptor limit
+ *               of 1024 (fewer than the contexts of any one kind, let
+ *               alone the 8,000 of all four): every one finishes with
  *               the default provider's bytes, none fails.  Through
  *               /dev/crypto all of them share the process's one descriptor
  *               and run in the kernel; through AF_ALG those that get a
@@ -88,7 +89,13 @@ struct Kind {
 
 class FdEconomy : public KernelTest {
 protected:
-    static constexpr size_t kN = 10000;
+    /* Contexts per kind and the descriptor limit: the property holds
+     * as long as one kind alone outnumbers the descriptors.  (10,000 per
+     * kind proved the same and took 754 s over the CUSE /dev/crypto in
+     * the arm64 guest.) */
+    static constexpr size_t kN = 2000;
+    static constexpr int kFdLimit = 1024;
+    static_assert(kN > (size_t)kFdLimit, "each kind must outnumber the descriptors");
 
     /* Ciphers alternate between AES-128-CBC and AES-256-CTR. */
     void cipher_kind(Kind *k, std::vector<CtxPtr> *ctx)
@@ -304,7 +311,7 @@ protected:
     }
 };
 
-TEST_F(FdEconomy, TenThousandLiveContextsOfEachKindUnderUlimit1024)
+TEST_F(FdEconomy, TwoThousandLiveContextsOfEachKindUnderUlimit1024)
 {
     std::vector<CtxPtr> ciphers, gcms;
     std::vector<MdCtxPtr> digests;
@@ -327,8 +334,8 @@ TEST_F(FdEconomy, TenThousandLiveContextsOfEachKindUnderUlimit1024)
     ASSERT_TRUE(backend == "afalg" || backend == "devcrypto") << backend;
 
     const int fds_before = fds_in_use();
-    FdLimit limit(1024);
-    ASSERT_TRUE(limit.ok) << "setrlimit(RLIMIT_NOFILE, 1024): " << strerror(errno);
+    FdLimit limit(kFdLimit);
+    ASSERT_TRUE(limit.ok) << "setrlimit(RLIMIT_NOFILE, " << kFdLimit << "): " << strerror(errno);
     ASSERT_LT(fds_before, 900) << "too many descriptors open before the test";
     const Work w0 = work(*lib_);
 
@@ -379,7 +386,8 @@ TEST_F(FdEconomy, TenThousandLiveContextsOfEachKindUnderUlimit1024)
             /* Those that got a socket (about 1000 between the four
              * kinds) in the kernel, the rest in software. */
             EXPECT_GE(k.kernel, k.min_kernel) << k.name << ": poor kernel share";
-            EXPECT_GT(k.software, 0u) << k.name << ": 10,000 sockets cannot fit in 1024 descriptors";
+            EXPECT_GT(k.software, 0u) << k.name << ": " << kN << " sockets cannot fit in " << kFdLimit
+                                      << " descriptors";
             EXPECT_EQ(k.both, 0u) << k.name << ": a context switched path mid-stream";
         }
     }
@@ -391,7 +399,7 @@ TEST_F(FdEconomy, TenThousandLiveContextsOfEachKindUnderUlimit1024)
         EXPECT_LE(fds_live, fds_before + 2) << "one /dev/crypto descriptor for every context";
         EXPECT_EQ(w2.fallbacks, w0.fallbacks);
     } else {
-        EXPECT_LE(fds_live, 1024);
+        EXPECT_LE(fds_live, kFdLimit);
         EXPECT_GT(w2.fallbacks, w0.fallbacks) << "no context was counted as served in software";
     }
     for (Kind &k : kinds)
