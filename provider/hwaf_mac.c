@@ -414,6 +414,7 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
                     const OSSL_PARAM params[])
 {
     hwaf_mac_ctx *ctx = vctx;
+    int kernel;
 
     if (!mac_set_ctx_params(ctx, params))
         return 0;
@@ -451,17 +452,14 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
     /* Decided already: go there now, as a kernel-only context always did
      * (a bad key or a missing driver shows at init); a kernel MAC reset
      * above is there already (nothing is held). */
-    if (threshold(ctx) == 0) {
-        if (ctx->where == PATH_KERNEL && ctx->k.be != NULL)
-            return 1;
-        ctx->where = PATH_UNDECIDED;
-        if (!go(ctx, 1)) {
-            ctx->failed = 1;
-            return 0;
-        }
+    kernel = threshold(ctx) == 0;
+    if (kernel && ctx->where == PATH_KERNEL && ctx->k.be != NULL)
         return 1;
-    }
     ctx->where = PATH_UNDECIDED;
+    if (kernel && !go(ctx, 1)) {
+        ctx->failed = 1;
+        return 0;
+    }
     return 1;
 }
 
