@@ -44,7 +44,7 @@
 
 static unsigned char in[1 << 20], out[(1 << 20) + 64];
 static unsigned char gcm_iv[12], aad[13];
-static int gcm, reinit, bare_op = -1;
+static int gcm, reinit, bare_op = -1, bare_flags;
 static unsigned char op_iv[16];
 static EVP_MAC_CTX *mac;
 
@@ -194,7 +194,7 @@ __attribute__((noinline)) int run_ops(EVP_CIPHER_CTX *c, EVP_MD_CTX *m, const EV
             if (!direct_op(len))
                 return 0;
         } else if (bare_op >= 0 && !gcm) {
-            if (send(bare_op, in, len, 0) != (ssize_t)len || read(bare_op, out, 32) != 32)
+            if (send(bare_op, in, len, bare_flags) != (ssize_t)len || read(bare_op, out, 32) != 32)
                 return 0;
         } else if (mac != NULL) {
             size_t ml2;
@@ -227,7 +227,7 @@ typedef struct {
     EVP_CIPHER_CTX *c;
     EVP_MD *md;
     EVP_MD_CTX *m;
-    int bare_op;
+    int bare_op, bare_flags;
     EVP_MAC_CTX *mac;
     __typeof__(d) d;
 } slot;
@@ -235,6 +235,7 @@ typedef struct {
 static void slot_use(const slot *s)
 {
     bare_op = s->bare_op;
+    bare_flags = s->bare_flags;
     mac = s->mac;
     d = s->d;
 }
@@ -246,6 +247,7 @@ static int setup(const char *alg, const char *q, slot *s)
     key[32] = 9;    /* XTS: the key halves differ */
     memset(s, 0, sizeof(*s));
     bare_op = -1;
+    bare_flags = 0;
     mac = NULL;
     memset(&d, 0, sizeof(d));
     if (strcmp(q, "direct-hwaf") == 0) {
@@ -254,7 +256,7 @@ static int setup(const char *alg, const char *q, slot *s)
             return 3;
         }
         printf("%s from hwaf's functions, no EVP\n", alg);
-    } else if (strcmp(alg, "HMAC-SHA2-256") == 0 && strcmp(q, "bare-afalg") != 0) {
+    } else if (strcmp(alg, "HMAC-SHA2-256") == 0 && strncmp(q, "bare-afalg", 10) != 0) {
         EVP_MAC *mm = EVP_MAC_fetch(NULL, "HMAC", q);
         int force = 1;
         OSSL_PARAM p[] = { OSSL_PARAM_construct_utf8_string("digest", "SHA2-256", 0),
@@ -269,7 +271,7 @@ static int setup(const char *alg, const char *q, slot *s)
             return 3;
         }
         printf("%s from %s\n", alg, OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(mm)));
-    } else if (strcmp(q, "bare-afalg") == 0) {
+    } else if (strcmp(q, "bare-afalg") == 0 || (!gcm && strcmp(q, "bare-afalg-more") == 0)) {
         struct sockaddr_alg sa = { .salg_family = AF_ALG, .salg_type = "aead",
                                    .salg_name = "gcm(aes)" };
         int t = socket(AF_ALG, SOCK_SEQPACKET, 0);
@@ -285,7 +287,9 @@ static int setup(const char *alg, const char *q, slot *s)
             perror("AF_ALG bind");
             return 3;
         }
-        printf("%s bare AF_ALG\n", alg);
+        if (strcmp(q, "bare-afalg-more") == 0)
+            bare_flags = MSG_MORE;
+        printf("%s bare AF_ALG%s\n", alg, bare_flags ? ", data sent with MSG_MORE" : "");
     } else if ((s->ci = EVP_CIPHER_fetch(NULL, alg, q)) != NULL) {
         int force = 1;
         OSSL_PARAM p[] = { OSSL_PARAM_construct_int("hwaf-offload", &force),
@@ -308,6 +312,7 @@ static int setup(const char *alg, const char *q, slot *s)
         return 4;
     }
     s->bare_op = bare_op;
+    s->bare_flags = bare_flags;
     s->mac = mac;
     s->d = d;
     return 0;
