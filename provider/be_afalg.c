@@ -64,6 +64,12 @@ struct hwaf_be_md_st {
     int spare;   /* fork snapshot, -1 when none */
     int more;    /* data sent since the last read */
     int keyed;   /* an HMAC: its own keyed transform, never pooled */
+    /* Sends made since the counters were last updated: they are counted
+     * with the message's read (one update of the counters per message),
+     * or when the object is closed; a child after fork() leaves its
+     * parent's to the parent. */
+    unsigned int tally_ops;
+    uint64_t tally_bytes;
 };
 
 /* AEAD: one transform socket per key, one operation socket; one request per
@@ -589,6 +595,16 @@ static int afalg_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *i
 
 /* ---- digests ---- */
 
+/* The sends not counted yet, and reads more operations, into the counters. */
+static void md_count(hwaf_be_md *s, unsigned int reads)
+{
+    if (s->tally_ops + reads != 0)
+        hwaf_stats_add_n(HWAF_BE_AFALG, s->impl->alg->kind, s->tally_ops + reads,
+                         s->tally_bytes);
+    s->tally_ops = 0;
+    s->tally_bytes = 0;
+}
+
 static md_pool *pool_of(const hwaf_impl *impl)
 {
     return impl->be_data;
@@ -615,6 +631,7 @@ static void afalg_md_close(hwaf_be_md *s)
 
     if (s == NULL)
         return;
+    md_count(s, 0);
     if (s->op >= 0)
         hwaf_sys_fd_released();
     if (s->spare >= 0)
@@ -707,7 +724,8 @@ static int afalg_md_update(hwaf_be_md *s, const unsigned char *in, size_t len)
             HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "send");
             return 0;
         }
-        hwaf_stats_add(HWAF_BE_AFALG, s->impl->alg->kind, n);
+        s->tally_ops++;
+        s->tally_bytes += n;
         in += n;
         len -= n;
     }
@@ -722,11 +740,11 @@ static int afalg_md_final(hwaf_be_md *s, unsigned char *md)
 
     if (r == 0)
         s->more = 0;
+    md_count(s, r == 0);
     if (r < 0) {
         HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r, "read");
         return 0;
     }
-    hwaf_stats_add(HWAF_BE_AFALG, s->impl->alg->kind, 0);
     return 1;
 }
 
@@ -782,6 +800,8 @@ static void afalg_md_fork_parent(hwaf_be_md *s)
 
 static void afalg_md_fork_child(hwaf_be_md *s)
 {
+    s->tally_ops = 0;   /* the parent's sends: counted in the parent */
+    s->tally_bytes = 0;
     close(s->op);
     s->op = s->spare;
     s->spare = -1;

@@ -242,6 +242,9 @@ int hwaf_guess_hw(const char *driver, int async);
 enum { HWAF_BE_AFALG = 0, HWAF_BE_DEVCRYPTO = 1, HWAF_BE_COUNT };
 #define HWAF_KIND_COUNT (HWAF_KIND_MAC + 1)
 void hwaf_stats_add(int be_index, hwaf_kind kind, size_t bytes);
+/* ops operations of bytes in all, counted by a backend object and added
+ * up later (one update of the counters for several requests). */
+void hwaf_stats_add_n(int be_index, hwaf_kind kind, uint64_t ops, uint64_t bytes);
 void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
 void hwaf_stats_get_kind(hwaf_kind kind, uint64_t *ops, uint64_t *bytes);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */

@@ -189,14 +189,19 @@ static void record_maybe(void)
     pthread_mutex_unlock(&record_lock);
 }
 
-void hwaf_stats_add(int be, hwaf_kind kind, size_t bytes)
+void hwaf_stats_add_n(int be, hwaf_kind kind, uint64_t ops, uint64_t bytes)
 {
-    __atomic_add_fetch(&stat_ops[be], 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&stat_bytes[be], (uint64_t)bytes, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&stat_kind_ops[kind], 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&stat_kind_bytes[kind], (uint64_t)bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_ops[be], ops, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_bytes[be], bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_kind_ops[kind], ops, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&stat_kind_bytes[kind], bytes, __ATOMIC_RELAXED);
     if (record_on)
         record_maybe();
+}
+
+void hwaf_stats_add(int be, hwaf_kind kind, size_t bytes)
+{
+    hwaf_stats_add_n(be, kind, 1, bytes);
 }
 
 void hwaf_stats_get(int be, uint64_t *ops, uint64_t *bytes)
