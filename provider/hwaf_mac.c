@@ -44,6 +44,8 @@ typedef struct hwaf_mac_ctx_st {
     int finalised;
     int failed;              /* an update or final failed: refuse until init */
     int inited;              /* init done since the key or digest was set */
+    int live;                /* inited, neither failed nor finalised: the
+                              * message takes updates and its final */
     int offload;             /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
     int where;               /* PATH_*: where this message goes */
     hwaf_be_md *sw;          /* the software path's keyed HMAC, on first need */
@@ -61,6 +63,7 @@ static void drop_all(hwaf_mac_ctx *ctx)
     ctx->sw = NULL;
     ctx->where = PATH_UNDECIDED;
     ctx->inited = 0;
+    ctx->live = 0;
 }
 
 static OSSL_FUNC_mac_dupctx_fn mac_dupctx;
@@ -112,6 +115,7 @@ static int set_key(hwaf_mac_ctx *ctx, const unsigned char *key, size_t keylen)
     if (ctx->key_set && ctx->impl != NULL && keylen == ctx->keylen
         && (keylen == 0 || CRYPTO_memcmp(ctx->key, key, keylen) == 0)) {
         ctx->inited = 0;
+        ctx->live = 0;
         return 1;
     }
     if ((k = OPENSSL_malloc(keylen ? keylen : 1)) == NULL) {
@@ -160,6 +164,7 @@ static void *mac_dupctx(void *vctx)
     dst->finalised = src->finalised;
     dst->failed = src->failed;
     dst->inited = src->inited;
+    dst->live = src->live;
     dst->offload = src->offload;
     dst->where = src->where;
     if (be != NULL)
@@ -416,7 +421,7 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
     hwaf_mac_ctx *ctx = vctx;
     int kernel;
 
-    if (!mac_set_ctx_params(ctx, params))
+    if (params != NULL && !mac_set_ctx_params(ctx, params))
         return 0;
     if (key != NULL && !set_key(ctx, key, keylen))
         return 0;
@@ -438,32 +443,40 @@ static int mac_init(void *vctx, const unsigned char *key, size_t keylen,
     }
     if (ctx->k.broken)  /* the kernel state was lost in fork(): start afresh */
         hwaf_khash_detach(&ctx->k);
-    ctx->finalised = 0;
     hwaf_hold_clear(&ctx->hold);
-    /* Back to the keyed initial state, on the path the last message took;
+    /* Back to the keyed initial state, on the path the last message took,
+     * where a final has not left it there already (md_final's contract);
      * an object that cannot be reset is replaced by a fresh one. */
-    if (ctx->where == PATH_KERNEL && ctx->k.be != NULL && !ctx->impl->be->md_reset(ctx->k.be))
-        hwaf_khash_detach(&ctx->k);
-    if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw)) {
-        ctx->impl->soft->be->md_close(ctx->sw);
-        ctx->sw = NULL;
+    if (!ctx->finalised) {
+        if (ctx->where == PATH_KERNEL && ctx->k.be != NULL
+            && !ctx->impl->be->md_reset(ctx->k.be))
+            hwaf_khash_detach(&ctx->k);
+        if (ctx->where == PATH_SOFT && !ctx->impl->soft->be->md_reset(ctx->sw)) {
+            ctx->impl->soft->be->md_close(ctx->sw);
+            ctx->sw = NULL;
+        }
     }
+    ctx->finalised = 0;
     ctx->inited = 1;
     /* Decided already: go there now, as a kernel-only context always did
      * (a bad key or a missing driver shows at init); a kernel MAC reset
      * above is there already (nothing is held). */
     kernel = threshold(ctx) == 0;
-    if (kernel && ctx->where == PATH_KERNEL && ctx->k.be != NULL)
-        return 1;
-    ctx->where = PATH_UNDECIDED;
-    if (kernel && !go(ctx, 1)) {
-        ctx->failed = 1;
-        return 0;
+    if (!(kernel && ctx->where == PATH_KERNEL && ctx->k.be != NULL)) {
+        ctx->where = PATH_UNDECIDED;
+        if (kernel && !go(ctx, 1)) {
+            ctx->failed = 1;
+            ctx->live = 0;
+            return 0;
+        }
     }
+    ctx->live = 1;
     return 1;
 }
 
-static int mac_ready(hwaf_mac_ctx *ctx)
+/* Why a message cannot go on (raised), or 1 when it can after all (a
+ * kernel MAC lost in fork() while the message is elsewhere). */
+static int mac_not_ready(hwaf_mac_ctx *ctx)
 {
     if (!ctx->inited) {
         HWAF_RAISE(ctx->prov, HWAF_R_NOT_INITIALISED, NULL);
@@ -487,6 +500,12 @@ static int mac_ready(hwaf_mac_ctx *ctx)
     return 1;
 }
 
+/* Can this message take an update or its final?  One test on the way. */
+static inline int mac_ready(hwaf_mac_ctx *ctx)
+{
+    return (ctx->live && !ctx->k.broken) || mac_not_ready(ctx);
+}
+
 static int mac_update(void *vctx, const unsigned char *in, size_t inl)
 {
     hwaf_mac_ctx *ctx = vctx;
@@ -498,6 +517,7 @@ static int mac_update(void *vctx, const unsigned char *in, size_t inl)
     if (feed(ctx, in, inl))
         return 1;
     ctx->failed = 1;  /* part of the message may be in: see mac_init() */
+    ctx->live = 0;
     return 0;
 }
 
@@ -517,6 +537,7 @@ static int mac_final(void *vctx, unsigned char *out, size_t *outl, size_t outsiz
         return 0;
     }
     ctx->finalised = 1;
+    ctx->live = 0;
     /* A message still held back ended below the threshold: software. */
     if ((ctx->where == PATH_UNDECIDED && !go(ctx, threshold(ctx) == 0))
         || (ctx->where == PATH_KERNEL ? !ctx->impl->be->md_final(ctx->k.be, out)
