@@ -10,6 +10,7 @@
  */
 #include "hwaf_test.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <sstream>
 
 using namespace hwaf_test;
@@ -1286,6 +1289,86 @@ TEST_F(HostDispatchConfig, MalformedCalibrationFilesAreCleanErrors)
                                                       "zerocopy devcrypto cuse-cbc-aes splice\n");
     LibCtx good(make_config("calibration = " + path + "\npolicy = cpu\noffload_min = auto\n"));
     EXPECT_TRUE(good.config_ok() && good.hwaf_loaded()) << good.load_errors();
+}
+
+
+/*
+ * What the software digest's spare context relies on (hwaf_soft_md_wipe):
+ * the default provider's final of a 64-byte-block hash (SHA-1, SHA-224,
+ * SHA-256) leaves none of the message in its context, so an init alone
+ * wipes it; a 128-byte-block hash gets hwaf's fill of zeros as well.  The
+ * default provider's own functions, reached as hwaf reaches them, on a
+ * message of distinct bytes; its context's whole allocation is searched
+ * for any 4 bytes of the message, which are there before the final (the
+ * search sees the buffer) and must be gone after it.  Runs with every
+ * libcrypto the suites run with (OpenSSL 3.0 and 3.5).
+ */
+static bool holds_part_of(const unsigned char *mem, size_t memlen, const unsigned char *msg,
+                          size_t msglen)
+{
+    for (size_t i = 0; i + 4 <= msglen; i++)
+        for (size_t j = 0; j + 4 <= memlen; j++)
+            if (memcmp(mem + j, msg + i, 4) == 0)
+                return true;
+    return false;
+}
+
+TEST(SoftDigestWipe, Md32FinalClearsItsBuffer)
+{
+    OSSL_PROVIDER *prov = OSSL_PROVIDER_load(nullptr, "default");
+    ASSERT_NE(prov, nullptr);
+    int no_cache = 0;
+    const OSSL_ALGORITHM *algs = OSSL_PROVIDER_query_operation(prov, OSSL_OP_DIGEST, &no_cache);
+    ASSERT_NE(algs, nullptr);
+    for (const char *name : {"SHA1", "SHA2-224", "SHA2-256"}) {
+        SCOPED_TRACE(name);
+        const OSSL_DISPATCH *fns = nullptr;
+        for (const OSSL_ALGORITHM *a = algs; a->algorithm_names != nullptr; a++) {
+            std::string names = std::string(":") + a->algorithm_names + ":";
+            if (names.find(std::string(":") + name + ":") != std::string::npos)
+                fns = a->implementation;
+        }
+        ASSERT_NE(fns, nullptr);
+        OSSL_FUNC_digest_newctx_fn *newctx = nullptr;
+        OSSL_FUNC_digest_init_fn *init = nullptr;
+        OSSL_FUNC_digest_update_fn *update = nullptr;
+        OSSL_FUNC_digest_final_fn *final = nullptr;
+        OSSL_FUNC_digest_freectx_fn *freectx = nullptr;
+        for (const OSSL_DISPATCH *f = fns; f->function_id != 0; f++) {
+            switch (f->function_id) {
+            case OSSL_FUNC_DIGEST_NEWCTX: newctx = OSSL_FUNC_digest_newctx(f); break;
+            case OSSL_FUNC_DIGEST_INIT: init = OSSL_FUNC_digest_init(f); break;
+            case OSSL_FUNC_DIGEST_UPDATE: update = OSSL_FUNC_digest_update(f); break;
+            case OSSL_FUNC_DIGEST_FINAL: final = OSSL_FUNC_digest_final(f); break;
+            case OSSL_FUNC_DIGEST_FREECTX: freectx = OSSL_FUNC_digest_freectx(f); break;
+            }
+        }
+        ASSERT_TRUE(newctx && init && update && final && freectx);
+        void *c = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+        ASSERT_NE(c, nullptr);
+        size_t memlen = malloc_usable_size(c);
+        ASSERT_GE(memlen, 64u);
+        /* every length that leaves bytes buffered, the padding in one block or two */
+        for (size_t len : {5, 16, 40, 55, 56, 63, 100}) {
+            SCOPED_TRACE(len);
+            unsigned char msg[128], md[64];
+            size_t mdl = 0;
+            for (size_t i = 0; i < len; i++)
+                msg[i] = (unsigned char)(0x81 + 37 * i);
+            ASSERT_TRUE(init(c, nullptr) && update(c, msg, len));
+            if (len % 64 >= 4) {
+                EXPECT_TRUE(holds_part_of((unsigned char *)c, memlen, msg + len / 64 * 64,
+                                          len % 64))
+                    << "the search does not see the buffered input";
+            }
+            ASSERT_TRUE(final(c, md, &mdl, sizeof(md)));
+            EXPECT_FALSE(holds_part_of((unsigned char *)c, memlen, msg, len))
+                << "the final leaves part of the message: hwaf_soft_md_wipe must fill this "
+                   "hash's buffer";
+        }
+        freectx(c);
+    }
+    OSSL_PROVIDER_unload(prov);
 }
 
 } // namespace
