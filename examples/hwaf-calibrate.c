@@ -584,11 +584,13 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
                    double budget)
 {
     const char *algs = NULL, *config = NULL, *st_afalg = NULL, *st_dc = NULL;
+    const char *probed = NULL;
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_ALGORITHMS, (char **)&algs, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&st_afalg, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, (char **)&st_dc, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_PROBE, (char **)&probed, 0),
         OSSL_PARAM_END
     };
     char path[4096], tmp[4200], line[512];
@@ -625,6 +627,8 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
             "# written by hwaf-info --calibrate, kernel %s, %s"
             "# <name> <backend> <driver> <throughput bytes|never> <cpu bytes|never>\n"
             "# zerocopy <backend> <driver> splice|copy\n"
+            "# probe <backend> <key>, then per driver the probe found:\n"
+            "# driver <backend> <kernel name>/<key bytes> <driver> <priority> <hw> <request max>\n"
             "# per operation (us), kernel / software, wall and user+system CPU, medians of\n"
             "# %d interleaved rounds, %d on an engine (\"-\": not needed, not measured):\n"
             "# size:", u.release, ctime(&t0), ROUNDS, HW_ROUNDS);
@@ -641,6 +645,10 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
         fprintf(stderr, "hwaf-info: the kernel probe of this process was cut short (afalg: %s; "
                 "devcrypto: %s): implementations may be missing from this calibration; "
                 "run it again\n", st_afalg != NULL ? st_afalg : "?", st_dc != NULL ? st_dc : "?");
+    /* The probe's result, so that a process in the same kernel state need
+     * not probe again (a probe cut short has none). */
+    if (probed != NULL)
+        fputs(probed, f);
     for (const char *l = algs; *l != '\0';) {
         size_t len = strcspn(l, "\n");
         char name[64], be[16], drv[128], hw[8], propq[128], tw[24], tc[24];

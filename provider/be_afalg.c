@@ -1034,4 +1034,5 @@ const hwaf_backend hwaf_backend_afalg = {
     afalg_aead_close,     /* abandon: as for ciphers */
     afalg_mac_open,
     afalg_registry_release,   /* probe_done */
+    NULL,                     /* device: none, a socket family */
 };

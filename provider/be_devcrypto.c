@@ -1573,4 +1573,5 @@ const hwaf_backend hwaf_backend_devcrypto = {
     dc_aead_abandon,
     dc_mac_open,
     NULL,   /* probe_done: nothing kept */
+    DC_DEVICE,
 };

@@ -201,6 +201,11 @@ typedef struct hwaf_backend_st {
     /* Optional: the probe of this backend is over (the last drivers() call
      * of it has returned); drop what available() and drivers() kept. */
     void (*probe_done)(void);
+
+    /* Optional: the device node the backend works through; its identity
+     * (device number, inode, creation) is part of the probe cache's key
+     * (hwaf_probe_cache.c), so that a module reloaded is probed again. */
+    const char *device;
 } hwaf_backend;
 
 /* Bumped in every child after fork() (hwaf_fork.c). */

@@ -7,8 +7,11 @@
  *   hwaf-calibration 1
  *   <OpenSSL name> <backend> <driver> <throughput bytes|never> <cpu bytes|never>
  *   zerocopy <backend> <driver> splice|copy
+ *   probe <backend> <key>
+ *   driver <backend> <kernel name>/<key bytes> <driver> <priority> <hw> <request max>
  * The zerocopy lines hold the verdict zerocopy = auto would otherwise
- * measure once per process (be_afalg.c), per driver.
+ * measure once per process (be_afalg.c), per driver.  The probe and driver
+ * lines hold a backend's probe result (hwaf_local.h, hwaf_probe_cache.c).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,10 +34,21 @@ typedef struct {
     int splice;
 } calib_zc;
 
+typedef struct {
+    char backend[16], key[HWAF_PROBE_KEY_LEN];
+} calib_probe;
+
+typedef struct {
+    char backend[16], alg[64];
+    hwaf_driver drv;
+} calib_found;
+
 struct hwaf_calib_st {
-    int n, nzc;
+    int n, nzc, nprobe, nfound;
     calib_line l[CALIB_MAX_LINES];
     calib_zc zc[CALIB_MAX_LINES];
+    calib_probe probe[HWAF_BE_COUNT];
+    calib_found found[CALIB_MAX_LINES];
 };
 
 const char *const hwaf_src_names[] = {
@@ -62,11 +76,75 @@ static int parse_size(const char *v, size_t *out)
     return 1;
 }
 
+/* The file's probe line for backend be, or NULL. */
+static const calib_probe *calib_probe_find(const hwaf_calib *c, const char *be)
+{
+    int i;
+
+    for (i = 0; c != NULL && i < c->nprobe; i++)
+        if (strcmp(c->probe[i].backend, be) == 0)
+            return &c->probe[i];
+    return NULL;
+}
+
+/* A probe line's words into c: NULL, or what is wrong with them. */
+static const char *parse_probe(hwaf_calib *c, char w[][HWAF_DRIVER_NAME_MAX], int nw)
+{
+    calib_probe *p = &c->probe[c->nprobe];
+
+    if (nw != 3 || strlen(w[2]) != HWAF_PROBE_KEY_LEN - 1
+        || strspn(w[2], "0123456789abcdef") != HWAF_PROBE_KEY_LEN - 1)
+        return "expected probe <backend> <16 hex digits>";
+    if (calib_probe_find(c, w[1]) != NULL)
+        return "a second probe line for the backend";
+    if (c->nprobe == HWAF_BE_COUNT || strlen(w[1]) >= sizeof(p->backend))
+        return "unknown backend";
+    strcpy(p->backend, w[1]);
+    strcpy(p->key, w[2]);
+    c->nprobe++;
+    return NULL;
+}
+
+/* A driver line's words into c: NULL, or what is wrong with them. */
+static const char *parse_driver(hwaf_calib *c, char w[][HWAF_DRIVER_NAME_MAX], int nw)
+{
+    calib_found *f = &c->found[c->nfound];
+    char *end;
+    long prio, hw;
+
+    if (nw != 7)
+        return "expected driver <backend> <kernel name>/<key bytes> <driver> <priority> "
+               "<hw> <request max>";
+    if (calib_probe_find(c, w[1]) == NULL)
+        return "a driver line before its backend's probe line";
+    if (c->nfound == CALIB_MAX_LINES)
+        return "too many driver lines";
+    errno = 0;
+    prio = strtol(w[4], &end, 10);
+    if (*end != '\0' || errno != 0 || prio < -1 || prio > 1000000)
+        return "priority: expected a number";
+    hw = strtol(w[5], &end, 10);
+    if (*end != '\0' || hw < -1 || hw > 1)
+        return "hw: expected -1, 0 or 1";
+    if (!parse_size(w[6], &f->drv.req_max) || f->drv.req_max == SIZE_MAX)
+        return "request max: expected bytes";
+    if (strlen(w[2]) >= sizeof(f->alg))
+        return "name too long";
+    strcpy(f->backend, w[1]);
+    strcpy(f->alg, w[2]);
+    strcpy(f->drv.name, w[3]);
+    f->drv.priority = (int)prio;
+    f->drv.hw = (int)hw;
+    c->nfound++;
+    return NULL;
+}
+
 int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     hwaf_calib *c;
-    char line[512], w[6][HWAF_DRIVER_NAME_MAX];
+    char line[512], w[7][HWAF_DRIVER_NAME_MAX];
+    const char *bad;
     int lineno = 0, header = 0, nw;
 
     *out = NULL;
@@ -94,8 +172,8 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
         }
         if (hash != NULL)
             *hash = '\0';
-        nw = sscanf(line, "%127s %127s %127s %127s %127s %127s",
-                    w[0], w[1], w[2], w[3], w[4], w[5]);
+        nw = sscanf(line, "%127s %127s %127s %127s %127s %127s %127s",
+                    w[0], w[1], w[2], w[3], w[4], w[5], w[6]);
         if (nw <= 0)
             continue;
         if (!header) {
@@ -105,6 +183,14 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
                 goto bad;
             }
             header = 1;
+            continue;
+        }
+        if (strcmp(w[0], "probe") == 0 || strcmp(w[0], "driver") == 0) {
+            bad = w[0][0] == 'p' ? parse_probe(c, w, nw) : parse_driver(c, w, nw);
+            if (bad != NULL) {
+                snprintf(err, errlen, "%s:%d: %s", path, lineno, bad);
+                goto bad;
+            }
             continue;
         }
         if (strcmp(w[0], "zerocopy") == 0) {
@@ -161,8 +247,8 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
         goto bad;
     }
     fclose(f);
-    HWAF_DEBUG("calibration: %d thresholds and %d zero-copy verdicts from %s", c->n,
-               c->nzc, path);
+    HWAF_DEBUG("calibration: %d thresholds, %d zero-copy verdicts and %d probe results "
+               "from %s", c->n, c->nzc, c->nprobe, path);
     *out = c;
     return 1;
  bad:
@@ -188,6 +274,31 @@ static const calib_line *calib_find(const hwaf_calib *c, const hwaf_impl *impl)
             && strcmp(c->l[i].driver, impl->drv.name) == 0)
             return &c->l[i];
     return NULL;
+}
+
+void hwaf_probe_alg_token(const hwaf_alg *alg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%u", alg->kname, alg->keylen);
+}
+
+const char *hwaf_calib_probe_key(const hwaf_calib *c, const char *be)
+{
+    const calib_probe *p = calib_probe_find(c, be);
+
+    return p != NULL ? p->key : NULL;
+}
+
+int hwaf_calib_probe_drivers(const hwaf_calib *c, const char *be, const hwaf_alg *alg,
+                             hwaf_driver *out, int max)
+{
+    char tok[64];
+    int i, n = 0;
+
+    hwaf_probe_alg_token(alg, tok, sizeof(tok));
+    for (i = 0; c != NULL && i < c->nfound && n < max; i++)
+        if (strcmp(c->found[i].backend, be) == 0 && strcmp(c->found[i].alg, tok) == 0)
+            out[n++] = c->found[i].drv;
+    return n;
 }
 
 /* The file's zero-copy verdict for impl's driver: 1 splice, 0 copy, -1 none. */

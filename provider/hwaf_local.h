@@ -8,6 +8,7 @@
 
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
+#include <stdint.h>
 #include "hwaf_backend.h"
 
 /*
@@ -101,6 +102,26 @@ void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg);
 /* "never", or the number of bytes, into buf. */
 const char *hwaf_threshold_text(size_t v, char *buf, size_t len);
 extern const char *const hwaf_src_names[];
+/*
+ * The probe's result cached in the calibration file:
+ *   probe <backend> <key>
+ *   driver <backend> <kernel name>/<key bytes> <driver> <priority> <hw> <request max>
+ * the drivers of one algorithm in the probe's order (highest priority
+ * first).  The key (hwaf_probe_cache.c) covers what the result depends on.
+ */
+#define HWAF_PROBE_KEY_LEN 17   /* 16 hex digits and the NUL */
+/* The hash of /proc/crypto without refcnt lines: 1, or 0 when unreadable. */
+int hwaf_probe_registry(uint64_t *out);
+/* The key of backend be's probe result, given the registry's hash. */
+void hwaf_probe_key(const hwaf_backend *be, uint64_t registry, char *key, size_t keylen);
+/* The key the file keeps for backend be's probe, or NULL when none. */
+const char *hwaf_calib_probe_key(const hwaf_calib *c, const char *be);
+/* The drivers the file lists for alg through backend be, into out[max]: how many. */
+int hwaf_calib_probe_drivers(const hwaf_calib *c, const char *be, const hwaf_alg *alg,
+                             hwaf_driver *out, int max);
+/* The token that names alg in a driver line ("cbc(aes)/16"). */
+void hwaf_probe_alg_token(const hwaf_alg *alg, char *buf, size_t len);
+
 /* The documented defaults used without a calibration (docs/config.md): for
  * an engine, the sizes from which every calibration of the test rig's
  * virtio-crypto engine that found a crossover had the kernel winning. */
@@ -134,6 +155,7 @@ typedef struct hwaf_prov_st {
     char *algorithms_text;    /* HWAF_PARAM_ALGORITHMS */
     char *thresholds_text;    /* HWAF_PARAM_THRESHOLDS */
     char *request_max_text;   /* HWAF_PARAM_REQUEST_MAX */
+    char *probe_text;         /* HWAF_PARAM_PROBE */
     char *buildinfo;          /* provider "buildinfo" param, with backend status */
     char be_status[HWAF_BE_COUNT][256];
 } hwaf_prov;

@@ -42,6 +42,11 @@ static struct {
     char why[HWAF_BE_COUNT][200];
     hwaf_driver drv[HWAF_BE_COUNT][HWAF_NALGS][MAX_DRIVERS];
     int ndrv[HWAF_BE_COUNT][HWAF_NALGS];
+    int cached[HWAF_BE_COUNT];     /* the result came from the calibration file */
+    /* The key of the kernel's state the result belongs to, "" when it has
+     * none (a backend unusable, a probe cut short, /proc/crypto unreadable):
+     * what hwaf-info --calibrate keeps with it (HWAF_PARAM_PROBE). */
+    char key[HWAF_BE_COUNT][HWAF_PROBE_KEY_LEN];
 } probe;
 
 /*
@@ -131,19 +136,66 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
     return ok;
 }
 
-static void probe_backend(int b)
+/*
+ * The calibration file's probe result for backend b when it was taken in the
+ * kernel's present state (the key, hwaf_probe_cache.c): 1 and probe.drv
+ * filled from it, else 0 and a debug line saying why not.
+ */
+static int probe_from_cache(int b, const hwaf_config *cfg, const char *key)
+{
+    const hwaf_backend *be = backends[b];
+    const char *kept = hwaf_calib_probe_key(cfg->calib, be->name);
+    int a, n = 0;
+
+    if (kept == NULL) {
+        HWAF_DEBUG("probe cache: %s: %s", be->name,
+                   cfg->calib == NULL ? "no calibration file"
+                                      : "the calibration file keeps no probe result");
+        return 0;
+    }
+    if (key == NULL) {
+        HWAF_DEBUG("probe cache: %s: the kernel's state cannot be read: full probe",
+                   be->name);
+        return 0;
+    }
+    if (strcmp(kept, key) != 0) {
+        HWAF_DEBUG("probe cache: %s: kept for key %s, the kernel's state is now %s "
+                   "(another kernel release, driver set or device): full probe",
+                   be->name, kept, key);
+        return 0;
+    }
+    for (a = 0; a < HWAF_NALGS; a++) {
+        probe.ndrv[b][a] = hwaf_calib_probe_drivers(cfg->calib, be->name, &hwaf_algs[a],
+                                                    probe.drv[b][a], MAX_DRIVERS);
+        n += probe.ndrv[b][a];
+    }
+    HWAF_DEBUG("probe cache: %s: key %s matches: %d drivers from %s, no known answers "
+               "run", be->name, key, n, cfg->calibration);
+    return 1;
+}
+
+/* Probe backend b; registry: the hash of /proc/crypto, NULL when unread. */
+static void probe_backend(int b, const hwaf_config *cfg, const uint64_t *registry)
 {
     const hwaf_backend *be = backends[b];
     hwaf_driver found[MAX_DRIVERS];
     unsigned long shortages = hwaf_sys_transient_count();
+    char key[HWAF_PROBE_KEY_LEN];
     int a, d, k, n, err;
 
     memset(probe.ndrv[b], 0, sizeof(probe.ndrv[b]));
     probe.why[b][0] = '\0';
+    probe.key[b][0] = '\0';
+    probe.cached[b] = 0;
     probe.usable[b] = be->available(probe.why[b], sizeof(probe.why[b]));
     HWAF_DEBUG("probe: backend %s: %s", be->name,
                probe.usable[b] ? "usable" : probe.why[b]);
-    if (probe.usable[b]) {
+    if (probe.usable[b] && registry != NULL)
+        hwaf_probe_key(be, *registry, key, sizeof(key));
+    if (probe.usable[b] && probe_from_cache(b, cfg, registry != NULL ? key : NULL)) {
+        probe.cached[b] = 1;
+        strcpy(probe.key[b], key);
+    } else if (probe.usable[b]) {
         for (a = 0, n = 0; a < HWAF_NALGS; a++) {
             /* Key sizes of one mode share the kernel name (and sit side by
              * side in the table): list its drivers once; each key size
@@ -187,14 +239,40 @@ static void probe_backend(int b)
                  strerror(err));
 }
 
-/* Probe the backends cfg enables whose result is not known yet. */
+/*
+ * Probe the backends cfg enables whose result is not known yet: from the
+ * calibration file where it keeps a result for the kernel's present state,
+ * else in full.  A full probe's result gets the key of the state after it
+ * (the probe itself makes the kernel instantiate drivers, which /proc/crypto
+ * then lists): the next process finds the same state.
+ */
 static void probe_kernel(const hwaf_config *cfg)
 {
-    int b;
+    uint64_t reg;
+    int b, want = 0, have = 0, full = 0;
 
     for (b = 0; b < HWAF_BE_COUNT; b++)
-        if (cfg->use_backend[b] && !probe.done[b])
-            probe_backend(b);
+        want |= cfg->use_backend[b] && !probe.done[b];
+    if (!want)
+        return;
+    /* The registry's hash only when a kept result may match it. */
+    for (b = 0; b < HWAF_BE_COUNT; b++)
+        if (cfg->use_backend[b] && !probe.done[b]
+            && hwaf_calib_probe_key(cfg->calib, backends[b]->name) != NULL)
+            have = 1;
+    if (have)
+        have = hwaf_probe_registry(&reg);
+    for (b = 0; b < HWAF_BE_COUNT; b++)
+        if (cfg->use_backend[b] && !probe.done[b]) {
+            probe_backend(b, cfg, have ? &reg : NULL);
+            full |= probe.usable[b] && !probe.cached[b] && !probe.transient[b];
+        }
+    if (!full || !hwaf_probe_registry(&reg))
+        return;
+    for (b = 0; b < HWAF_BE_COUNT; b++)
+        if (probe.usable[b] && !probe.cached[b] && probe.done[b] && !probe.transient[b]
+            && probe.key[b][0] == '\0')
+            hwaf_probe_key(backends[b], reg, probe.key[b], sizeof(probe.key[b]));
 }
 
 /* The best driver of the wanted class, or NULL. */
@@ -380,6 +458,7 @@ static void prov_free(hwaf_prov *prov)
     OPENSSL_free(prov->algorithms_text);
     OPENSSL_free(prov->thresholds_text);
     OPENSSL_free(prov->request_max_text);
+    OPENSSL_free(prov->probe_text);
     OPENSSL_free(prov->buildinfo);
     hwaf_config_free(&prov->cfg);
     OPENSSL_free(prov);
@@ -444,6 +523,7 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_SANDBOX, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_THRESHOLDS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_REQUEST_MAX, OSSL_PARAM_UTF8_PTR, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_PROBE, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_END
 };
 
@@ -493,7 +573,8 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text)
         || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text)
         || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text)
-        || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text))
+        || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text)
+        || !set_str(params, HWAF_PARAM_PROBE, prov->probe_text))
         return 0;
     hwaf_stats_get_soft(&ops, &bytes);
     if (!set_u64(params, HWAF_PARAM_SOFTWARE_OPS, ops)
@@ -554,6 +635,33 @@ static const OSSL_DISPATCH prov_dispatch[] = {
     { 0, NULL }
 };
 
+/* HWAF_PARAM_PROBE: the probe results of the backends this load enables. */
+static char *probe_text(const hwaf_prov *prov)
+{
+    size_t len = 1;
+    char *t, *p, tok[64];
+    int b, a, d;
+
+    for (b = 0; b < HWAF_BE_COUNT; b++)
+        for (a = 0; a < HWAF_NALGS; a++)
+            len += 64 + (size_t)probe.ndrv[b][a] * (2 * HWAF_DRIVER_NAME_MAX + 64);
+    if ((p = t = OPENSSL_zalloc(len)) == NULL)
+        return NULL;
+    for (b = 0; b < HWAF_BE_COUNT; b++) {
+        if (!prov->cfg.use_backend[b] || probe.key[b][0] == '\0')
+            continue;
+        p += sprintf(p, "probe %s %s\n", backends[b]->name, probe.key[b]);
+        for (a = 0; a < HWAF_NALGS; a++) {
+            hwaf_probe_alg_token(&hwaf_algs[a], tok, sizeof(tok));
+            for (d = 0; d < probe.ndrv[b][a]; d++)
+                p += sprintf(p, "driver %s %s %s %d %d %zu\n", backends[b]->name, tok,
+                             probe.drv[b][a][d].name, probe.drv[b][a][d].priority,
+                             probe.drv[b][a][d].hw, probe.drv[b][a][d].req_max);
+        }
+    }
+    return t;
+}
+
 static void describe_backends(hwaf_prov *prov)
 {
     int b, a, n;
@@ -589,8 +697,10 @@ static void describe_backends(hwaf_prov *prov)
                      "(allow_software, hw_drivers, sw_drivers)");
         else
             snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
-                     "usable, %d of %d algorithms offered", n, HWAF_NALGS);
+                     "usable, %d of %d algorithms offered%s", n, HWAF_NALGS,
+                     probe.cached[b] ? " (probe result cached)" : "");
     }
+    prov->probe_text = probe_text(prov);
     /* buildinfo is what `openssl list -providers -verbose` prints: the
      * backend status, the configuration in effect, the offload
      * thresholds and the request limits (one line each, joined by ';') go
@@ -648,7 +758,7 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     }
     describe_backends(prov);
     probe_unlock();
-    if (prov->buildinfo == NULL)
+    if (prov->buildinfo == NULL || prov->probe_text == NULL)
         goto err;
     *out = prov_dispatch;
     *provctx = prov;

@@ -97,5 +97,15 @@
  * the largest single request hwaf sends that driver (larger work is split).
  */
 #define HWAF_PARAM_REQUEST_MAX "hwaf-request-max"           /* utf8 string */
+/*
+ * The kernel probe's result, in the calibration file's syntax, for each
+ * backend whose result belongs to a known state of the kernel:
+ *   "probe <backend> <key>\n"
+ *   "driver <backend> <kernel name>/<key bytes> <driver> <priority> <hw>
+ *    <request max>\n" per driver that passed its known answer
+ * hwaf-info --calibrate writes it into the file; a later load whose key
+ * matches takes the result from there instead of probing (docs/config.md).
+ */
+#define HWAF_PARAM_PROBE "hwaf-probe"                       /* utf8 string */
 
 #endif

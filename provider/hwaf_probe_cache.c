@@ -1,0 +1,136 @@
+/*
+ * The key under which the calibration file keeps a probe's result (which
+ * drivers of each algorithm a backend reaches and that pass their known
+ * answers), so that a process does not repeat what hwaf-info --calibrate
+ * established.
+ *
+ * The key, 16 hex digits, is FNV-1a (64 bit) over everything the result
+ * depends on: hwaf's version and algorithm table, the backend, the kernel
+ * release (uname -r), the identity of the backend's device node (device
+ * number, inode, change time: a module reloaded makes a new node) and
+ * /proc/crypto without its refcnt lines (they change with use).  A driver
+ * registered or gone, or its self-test finished, another kernel, another
+ * cryptodev module: another key, and a full probe.
+ *
+ * Test-only seams through the environment, for the key alone:
+ * HWAF_TEST_PROC_CRYPTO names a file read instead of /proc/crypto,
+ * HWAF_TEST_KERNEL_RELEASE replaces uname -r.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include "hwaf_local.h"
+#include "hwaf_debug.h"
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+
+    while (n-- > 0)
+        h = (h ^ *c++) * FNV_PRIME;
+    return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+    return fnv(h, s, strlen(s) + 1);   /* with its NUL: "ab","c" != "a","bc" */
+}
+
+/* The hash of the registry's text without its refcnt lines. */
+static uint64_t registry_hash(const char *t, size_t len)
+{
+    uint64_t h = FNV_OFFSET;
+    const char *e = t + len, *nl;
+
+    while (t < e) {
+        nl = memchr(t, '\n', (size_t)(e - t));
+        nl = nl != NULL ? nl + 1 : e;
+        if (!((size_t)(nl - t) >= 6 && memcmp(t, "refcnt", 6) == 0))
+            h = fnv(h, t, (size_t)(nl - t));
+        t = nl;
+    }
+    return h;
+}
+
+int hwaf_probe_registry(uint64_t *out)
+{
+    const char *path = getenv("HWAF_TEST_PROC_CRYPTO");
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap), *nb;
+    ssize_t n = 0;
+    int fd, err = 0;
+
+    if (path == NULL)
+        path = "/proc/crypto";
+    if (buf == NULL)
+        return 0;
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        HWAF_DEBUG("probe cache: cannot read %s: %s", path, strerror(errno));
+        free(buf);
+        return 0;
+    }
+    for (;;) {
+        if (len == cap) {
+            if ((nb = realloc(buf, cap * 2)) == NULL) {
+                err = ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (err == 0 && len > 0)
+        *out = registry_hash(buf, len);
+    else
+        HWAF_DEBUG("probe cache: cannot read %s: %s", path,
+                   err != 0 ? strerror(err) : "empty");
+    free(buf);
+    return err == 0 && len > 0;
+}
+
+void hwaf_probe_key(const hwaf_backend *be, uint64_t registry, char *key, size_t keylen)
+{
+    const char *release = getenv("HWAF_TEST_KERNEL_RELEASE");
+    struct utsname u;
+    struct stat st;
+    uint64_t h = FNV_OFFSET, dev[5] = { 0 };
+    int a;
+
+    if (release == NULL)
+        release = uname(&u) == 0 ? u.release : "?";
+    h = fnv_str(h, "hwaf-probe " HWAF_VERSION_STR);
+    for (a = 0; a < HWAF_NALGS; a++) {
+        h = fnv_str(h, hwaf_algs[a].kname);
+        h = fnv(h, &hwaf_algs[a].keylen, sizeof(hwaf_algs[a].keylen));
+    }
+    h = fnv_str(h, be->name);
+    h = fnv_str(h, release);
+    if (be->device != NULL && stat(be->device, &st) == 0) {
+        dev[0] = (uint64_t)st.st_rdev;
+        dev[1] = (uint64_t)st.st_ino;
+        dev[2] = (uint64_t)st.st_dev;
+        dev[3] = (uint64_t)st.st_ctim.tv_sec;
+        dev[4] = (uint64_t)st.st_ctim.tv_nsec;
+    }
+    h = fnv(h, dev, sizeof(dev));
+    h = fnv(h, &registry, sizeof(registry));
+    snprintf(key, keylen, "%016llx", (unsigned long long)h);
+}
