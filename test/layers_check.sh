@@ -15,7 +15,7 @@
 #   5 system calls  *_sys.c
 #   6 plumbing      hwaf_algs.c hwaf_classify.c hwaf_config.c hwaf_err.c
 #                   hwaf_debug.c hwaf_stats.c hwaf_fork.c hwaf_sandbox.c
-#                   hwaf_calib.c
+#                   hwaf_calib.c hwaf_probe_cache.c
 # A source file in none of them fails the check: put it in its layer here.
 # Exit 0 pass, 1 fail.
 set -u
@@ -24,7 +24,7 @@ lib=${1:?path of libhwaf_core.a}
 ENTRY="hwaf_entry hwaf_prov"
 MODES="hwaf_cipher hwaf_digest hwaf_tls hwaf_aead hwaf_mac"
 IMPL="hwaf_impl hwaf_hash hwaf_soft hwaf_soft_aead_mac"
-PLUMBING="hwaf_algs hwaf_classify hwaf_config hwaf_err hwaf_debug hwaf_stats hwaf_fork hwaf_sandbox hwaf_calib"
+PLUMBING="hwaf_algs hwaf_classify hwaf_config hwaf_err hwaf_debug hwaf_stats hwaf_fork hwaf_sandbox hwaf_calib hwaf_probe_cache"
 
 layer_of() { # object file name -> layer number (0: unknown)
     f=${1%.o}
