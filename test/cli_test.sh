@@ -257,7 +257,7 @@ policy = $policy"
         if [ "$policy" = throughput ]; then
             OPENSSL_CONF=$tmp/openssl.cnf check "hwaf-info --calibrate writes the configured file" \
                 "$HWAF_INFO" --calibrate --point-seconds 0.002
-            grep -v '^#' "$cal" | sed -n '2,$p' | grep -v '^zerocopy ' >"$tmp/cal.lines"
+            grep -v '^#' "$cal" | sed -n '2,$p' | grep -v -e '^zerocopy ' -e '^probe ' -e '^driver ' >"$tmp/cal.lines"
             grep '^zerocopy ' "$cal" >"$tmp/cal.zc"
             # zerocopy = auto's verdict, one line per AF_ALG cipher driver
             # (the drivers of AES-128-CBC/CTR and AES-256-XTS at least).
@@ -301,6 +301,14 @@ policy = $policy"
     for name in AES-128-CBC AES-128-CTR AES-256-XTS SHA2-256 AES-128-GCM HMAC; do
         grep -q "^$name " "$tmp/cal.lines" && ok "calibrated: $name" || bad "no calibration line for $name"
     done
+    # The probe's result is in the file, and a load naming it takes it.
+    grep -q '^probe afalg [0-9a-f]\{16\}$' "$cal" && grep -q '^driver afalg cbc(aes)/16 ' "$cal" &&
+        ok "calibration file: the probe's result" || bad "calibration file: no probe result for afalg"
+    write_cnf "calibration = $cal"
+    OPENSSL_CONF=$tmp/openssl.cnf $OPENSSL list -providers -verbose >"$tmp/out" 2>&1
+    grep -q 'afalg: usable, [0-9]* of [0-9]* algorithms offered (probe result cached)' "$tmp/out" &&
+        ok "a load with the calibration file takes the probe's result" ||
+        bad "a load with the calibration file probed again: $(grep -o 'afalg: [^;]*' "$tmp/out")"
     # A malformed file refuses the load, naming the file and line.
     printf 'hwaf-calibration 1\nAES-128-CBC afalg x 12kb never\n' >"$cal"
     write_cnf "calibration = $cal"
