@@ -87,7 +87,10 @@ Load load_in_new_process(const std::string &cal, const std::string &envs = "")
     if (n <= 0)
         return r;
     self[n] = '\0';
-    std::string cmd = "env HWAF_DEBUG=1 HWAF_TEST_PROBE_CAL='" + cal + "' " + envs + " '" + self
+    /* The child runs its one test itself: not a shard of the parent's run
+     * (a shard's variables would filter the test out), not sharded again. */
+    std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX HWAF_TEST_SHARDS=1"
+                      " HWAF_DEBUG=1 HWAF_TEST_PROBE_CAL='" + cal + "' " + envs + " '" + self
                       + "' --gtest_also_run_disabled_tests --gtest_filter=ProbeCache.DISABLED_Load"
                         " --gtest_brief=1 2>/dev/null";
     fflush(nullptr);
