@@ -533,46 +533,13 @@ void afalg_registry_release(void)
 
 int afalg_registry_hold(int refresh)
 {
-    size_t cap = 32768, len = 0;
-    char *buf, *nb;
-    ssize_t n;
-    int fd, err;
+    int err;
 
     if (registry.text != NULL && !refresh)
         return 0;
     afalg_registry_release();
-    if ((fd = open("/proc/crypto", O_RDONLY | O_CLOEXEC)) < 0)
-        return hwaf_sys_error(errno);
-    if ((buf = malloc(cap)) == NULL) {
-        close(fd);
-        return -ENOMEM;
-    }
-    for (;;) {
-        if (len == cap) {
-            if ((nb = realloc(buf, cap * 2)) == NULL) {
-                free(buf);
-                close(fd);
-                return -ENOMEM;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    err = n < 0 ? errno : 0;
-    close(fd);
-    if (err != 0 || len == 0) {
-        free(buf);
-        return err != 0 ? hwaf_sys_error(err) : -EIO;
-    }
-    registry.text = buf;
-    registry.len = len;
-    return 0;
+    err = hwaf_sys_read_file("/proc/crypto", 32768, &registry.text, &registry.len);
+    return err != 0 ? hwaf_sys_error(err) : 0;
 }
 
 int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,

@@ -27,6 +27,7 @@
 #include <sys/utsname.h>
 #include "hwaf_local.h"
 #include "hwaf_debug.h"
+#include "hwaf_sys.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
@@ -64,46 +65,20 @@ static uint64_t registry_hash(const char *t, size_t len)
 int hwaf_probe_registry(uint64_t *out)
 {
     const char *path = getenv("HWAF_TEST_PROC_CRYPTO");
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap), *nb;
-    ssize_t n = 0;
-    int fd, err = 0;
+    char *text;
+    size_t len;
+    int err;
 
     if (path == NULL)
         path = "/proc/crypto";
-    if (buf == NULL)
-        return 0;
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-        HWAF_DEBUG("probe cache: cannot read %s: %s", path, strerror(errno));
-        free(buf);
-        return 0;
-    }
-    for (;;) {
-        if (len == cap) {
-            if ((nb = realloc(buf, cap * 2)) == NULL) {
-                err = ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = errno;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (err == 0 && len > 0)
-        *out = registry_hash(buf, len);
-    else
+    if ((err = hwaf_sys_read_file(path, 65536, &text, &len)) != 0) {
         HWAF_DEBUG("probe cache: cannot read %s: %s", path,
-                   err != 0 ? strerror(err) : "empty");
-    free(buf);
-    return err == 0 && len > 0;
+                   err == EIO ? "empty" : strerror(err));
+        return 0;
+    }
+    *out = registry_hash(text, len);
+    free(text);
+    return 1;
 }
 
 void hwaf_probe_key(const hwaf_backend *be, uint64_t registry, char *key, size_t keylen)

@@ -235,6 +235,51 @@ int hwaf_errno_transient(int err)
            || err == EAGAIN;
 }
 
+int hwaf_sys_read_file(const char *path, size_t cap, char **text, size_t *len)
+{
+    char *buf, *nb;
+    size_t got = 0;
+    ssize_t n;
+    int fd, err = 0;
+
+    *text = NULL;
+    *len = 0;
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    if ((buf = malloc(cap)) == NULL) {
+        close(fd);
+        return ENOMEM;
+    }
+    for (;;) {
+        if (got == cap) {
+            if ((nb = realloc(buf, cap * 2)) == NULL) {
+                err = ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        n = read(fd, buf + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (err == 0 && got == 0)
+        err = EIO;
+    if (err != 0) {
+        free(buf);
+        return err;
+    }
+    *text = buf;
+    *len = got;
+    return 0;
+}
+
 int hwaf_sys_error(int err)
 {
     if (hwaf_errno_transient(err)) {

@@ -14,6 +14,12 @@
  * the kernel's answer and does not keep it.
  */
 int hwaf_sys_error(int err);
+/*
+ * The whole of file path (a /proc file: read until end, its size unknown
+ * beforehand) into a malloc'd *text of *len bytes: 0, or the errno of what
+ * failed (EIO for an empty file), *text then NULL.  Counts nothing.
+ */
+int hwaf_sys_read_file(const char *path, size_t cap, char **text, size_t *len);
 /* 1 for EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN. */
 int hwaf_errno_transient(int err);
 /* This thread's count of such errors so far, and the last one. */
