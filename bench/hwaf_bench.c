@@ -104,12 +104,14 @@ static struct {
     int repeat;
     const char *impls;     /* comma list of name prefixes, NULL = all */
     const char *csv;
+    FILE *passes;          /* --passes: every timed pass, as CSV */
     const char *plot;
     const char *modules;
     const char *tcrypt;
     int check;
     int quiet;
     int list;
+    int policy_cpu;        /* --policy cpu: the CPU target is checked too */
 } opt;
 
 static void usage(FILE *f)
@@ -132,6 +134,7 @@ static void usage(FILE *f)
         "                   (default, hwaf-afalg, hwaf-devcrypto, hwaf-auto, engine-afalg,\n"
         "                   libkcapi, bare-afalg, bare-afalg-zc, bare-cryptodev)\n"
         "  --csv FILE       write every measurement as CSV\n"
+        "  --passes FILE    write every timed pass of every line as CSV (--repeat)\n"
         "  --plot FILE      write a PNG plot (gnuplot): MB/s against buffer size\n"
         "  --check          evaluate the performance targets; exit 0 all pass,\n"
         "                   1 some fail, 2 none fail but some could not be evaluated\n"
@@ -284,6 +287,10 @@ typedef struct {
      * the same driver.  Median, lowest, highest over pairs passes. */
     int pairs;
     double pair_med, pair_lo, pair_hi;
+    /* hwaf-auto only, pass by pass: its user + system CPU per byte over the
+     * least of the other lines' (default, forced) in the same pass. */
+    int cpairs;
+    double cpair_med, cpair_lo, cpair_hi;
     char note[BENCH_WHY_MAX];
 } result;
 
@@ -318,6 +325,14 @@ static double r_per_gib(const result *r, double cpu)
     double bytes = (double)r->ops * (double)r->len;
 
     return bytes > 0 ? cpu / bytes * 1073741824.0 : 0;
+}
+
+/* User + system CPU seconds per byte of one pass; 0 when nothing ran. */
+static double r_cpu_per_byte(const result *r)
+{
+    double bytes = (double)r->ops * (double)r->len;
+
+    return r->status == ST_OK && bytes > 0 ? (r->user + r->sys) / bytes : 0;
 }
 
 /* Watchdog: a cell that makes no progress ends the run with a clear message
@@ -890,6 +905,28 @@ static void auto_target(const bench_alg *a, size_t len)
     verdict(target, detail, r_mbps(x) >= 0.95 * r_mbps(best));
 }
 
+/* Policy cpu: hwaf-auto's user + system CPU per GiB <= 1.05x the least of
+ * the default provider's and the forced lines', decided by the median of
+ * the per-pass ratios (the lines of a pass took turns slice by slice). */
+static void cpu_target(const bench_alg *a, size_t len)
+{
+    char target[160], detail[200], sz[16];
+    const result *x = pick(a, BENCH_HWAF_AUTO, len, NULL);
+
+    fmt_size(len, sz, sizeof(sz));
+    snprintf(target, sizeof(target), "%s policy cpu %s B: %s CPU/GiB <= 1.05x "
+             "min(default, forced)", a->name, sz, BENCH_HWAF_AUTO);
+    if (x == NULL || x->cpairs == 0) {
+        snprintf(detail, sizeof(detail), "(%s not measured)",
+                 x == NULL ? BENCH_HWAF_AUTO : "CPU time of the other lines");
+        verdict(target, detail, -1);
+        return;
+    }
+    snprintf(detail, sizeof(detail), "%.3fx median of %d passes, %.3f-%.3f",
+             x->cpair_med, x->cpairs, x->cpair_lo, x->cpair_hi);
+    verdict(target, detail, x->cpair_med <= 1.05);
+}
+
 static int run_check(void)
 {
     int a, k;
@@ -952,8 +989,11 @@ static int run_check(void)
      * of software and the kernel at every size. */
     for (a = 0; a < opt.nalgs; a++)
         if (opt.algs[a]->kind == BENCH_CIPHER || opt.algs[a]->kind == BENCH_DIGEST)
-            for (k = 0; k < opt.nsizes; k++)
+            for (k = 0; k < opt.nsizes; k++) {
                 auto_target(opt.algs[a], opt.sizes[k]);
+                if (opt.policy_cpu)
+                    cpu_target(opt.algs[a], opt.sizes[k]);
+            }
     /* What zero-copy can bring on this kernel, for reference. */
     for (a = 0; a < opt.nalgs; a++) {
         for (k = 0; k < opt.nsizes; k++) {
@@ -1130,9 +1170,9 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
         size_t base = nresults;
         int have_ref = bench_reference(a, in, len, ref);
         result *runs;
-        double pair[99];    /* --repeat is at most 99 */
+        double pair[99], cpair[99];    /* --repeat is at most 99 */
         result bp[BENCH_MAX_INST];  /* forced lines against their bare loop */
-        int pairs, auto_i = -1;
+        int pairs, cpairs, auto_i = -1;
 
         /* First pass: correctness, one result slot per implementation. */
         for (i = 0; i < s.n; i++) {
@@ -1220,33 +1260,49 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
             for (i = 0; i < s.n; i++)
                 cells_done++;
         }
+        for (rep = 0; opt.passes != NULL && rep < opt.repeat && runs != NULL; rep++)
+            for (i = 0; i < s.n; i++) {
+                const result *t = &runs[(size_t)i * (size_t)opt.repeat + (size_t)rep];
+
+                if (t->status == ST_OK && t->ops > 0)
+                    fprintf(opt.passes, "%s,%s,%s,%zu,%d,%.6f,%.6f,%.6f,%llu,%.4f,%.6f\n",
+                            a->name, t->impl, t->driver, len, rep, t->wall, t->user, t->sys,
+                            (unsigned long long)t->ops, r_mbps(t),
+                            r_cpu_per_byte(t) * 1073741824.0);
+            }
         /*
          * hwaf-auto against the best other line within each pass: the lines
          * of a pass took turns slice by slice, so that ratio moves less with
          * the host's load than a ratio of medians taken pass by pass apart.
          */
-        pairs = 0;
+        pairs = cpairs = 0;
         for (i = 0; i < s.n && runs != NULL; i++) {
             const result *r = &results[base + (size_t)i];
 
             if (r->status != ST_OK || strcmp(r->impl, BENCH_HWAF_AUTO) != 0)
                 continue;
             for (rep = 0; rep < opt.repeat; rep++) {
-                double best = 0;
+                double best = 0, least = 0, mine;
                 int j;
 
                 for (j = 0; j < s.n; j++) {
                     const result *o = &results[base + (size_t)j];
-                    double m = r_mbps(&runs[(size_t)j * (size_t)opt.repeat + (size_t)rep]);
+                    const result *t = &runs[(size_t)j * (size_t)opt.repeat + (size_t)rep];
+                    double m = r_mbps(t), c = r_cpu_per_byte(t);
 
                     if (j == i || o->status != ST_OK
                         || (o->family != BENCH_FAM_HWAF && strcmp(o->impl, "default") != 0))
                         continue;
                     if (m > best)
                         best = m;
+                    if (c > 0 && (least == 0 || c < least))
+                        least = c;
                 }
                 if (best > 0)
                     pair[pairs++] = r_mbps(&runs[(size_t)i * (size_t)opt.repeat + (size_t)rep]) / best;
+                mine = r_cpu_per_byte(&runs[(size_t)i * (size_t)opt.repeat + (size_t)rep]);
+                if (least > 0 && mine > 0)
+                    cpair[cpairs++] = mine / least;
             }
             auto_i = i;
         }
@@ -1275,6 +1331,14 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
                                         : (pair[pairs / 2 - 1] + pair[pairs / 2]) / 2;
                 r->pair_lo = pair[0];
                 r->pair_hi = pair[pairs - 1];
+            }
+            if (i == auto_i && cpairs > 0) {
+                qsort(cpair, (size_t)cpairs, sizeof(cpair[0]), cmp_double);
+                r->cpairs = cpairs;
+                r->cpair_med = cpairs % 2 ? cpair[cpairs / 2]
+                                          : (cpair[cpairs / 2 - 1] + cpair[cpairs / 2]) / 2;
+                r->cpair_lo = cpair[0];
+                r->cpair_hi = cpair[cpairs - 1];
             }
         }
         free(runs);
@@ -1340,6 +1404,14 @@ int main(int argc, char **argv)
             opt.warmup = atof(val);
         } else if (strcmp(arg, "--slice") == 0) {
             opt.slice = atof(val);
+        } else if (strcmp(arg, "--passes") == 0) {
+            opt.passes = fopen(val, "w");
+            if (opt.passes == NULL) {
+                fprintf(stderr, "hwaf-bench: %s: %s\n", val, strerror(errno));
+                return 4;
+            }
+            fprintf(opt.passes, "alg,impl,driver,size,pass,wall_s,user_s,sys_s,ops,mb_per_s,"
+                                "cpu_s_per_gib\n");
         } else if (strcmp(arg, "--repeat") == 0) {
             opt.repeat = atoi(val);
         } else if (strcmp(arg, "--impls") == 0) {
@@ -1356,6 +1428,7 @@ int main(int argc, char **argv)
             calibration = val;
         } else if (strcmp(arg, "--policy") == 0) {
             policy = val;
+            opt.policy_cpu = strcmp(val, "cpu") == 0;
         } else if (strcmp(arg, "--modules") == 0) {
             modules = val;
             setenv("OPENSSL_MODULES", val, 1);
@@ -1452,6 +1525,11 @@ int main(int argc, char **argv)
             ret = 5;
         if (opt.plot != NULL && !write_plot(opt.plot))
             ret = 5;
+        if (opt.passes != NULL && fclose(opt.passes) != 0) {
+            fprintf(stderr, "hwaf-bench: --passes: %s\n", strerror(errno));
+            ret = 5;
+        }
+        opt.passes = NULL;
         /* Errors and wrong output of this project's code fail the run; the
          * peers' are findings, reported in the table. */
         for (i = 0; i < nresults; i++)
