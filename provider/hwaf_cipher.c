@@ -42,9 +42,13 @@ typedef struct hwaf_cipher_ctx_st {
     void *fast_c;
     /* Software work of the fast path, added to the process's counters at
      * the context's next other call or free; tally_gen: the fork
-     * generation they were done in (a child leaves its parent's to it). */
-    uint64_t tally_ops, tally_bytes;
+     * generation they were done in (a child leaves its parent's to it).
+     * The two counts are not side by side, so that the compiler keeps
+     * their adds as two plain adds: paired into vector instructions they
+     * cost more under an emulated CPU (docs/benchmark.md). */
+    uint64_t tally_ops;
     unsigned int tally_gen;
+    uint64_t tally_bytes;
     unsigned char key[HWAF_MAX_KEY];
     size_t keylen;
     int key_set;
