@@ -17,6 +17,7 @@
 #include "hwaf_local.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
+#include "hwaf_sys.h"
 
 enum { CFG_BACKENDS, CFG_PREFER, CFG_ALLOW_SOFTWARE, CFG_HW_DRIVERS,
        CFG_SW_DRIVERS, CFG_DEBUG, CFG_ZEROCOPY, CFG_ZEROCOPY_MIN, CFG_POLICY,
@@ -376,7 +377,7 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     {
         const char *v = val[CFG_OFFLOAD_MIN], *what = "offload_min";
 
-        if (v == NULL && (v = getenv(OFFLOAD_MIN_ENV)) != NULL)
+        if (v == NULL && (v = hwaf_sys_getenv(OFFLOAD_MIN_ENV)) != NULL)
             what = OFFLOAD_MIN_ENV;
         if (v != NULL && strcmp(v, "auto") != 0) {
             char *end;

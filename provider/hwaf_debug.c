@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "hwaf_debug.h"
+#include "hwaf_sys.h"
 
 int hwaf_debug_level = -1;
 static FILE *debug_out;
@@ -24,7 +25,7 @@ static void note_regular(void)
 
 static void debug_setup(void)
 {
-    const char *env = getenv("HWAF_DEBUG");
+    const char *env = hwaf_sys_getenv("HWAF_DEBUG");
 
     debug_out = stderr;
     note_regular();

@@ -64,7 +64,7 @@ static uint64_t registry_hash(const char *t, size_t len)
 
 int hwaf_probe_registry(uint64_t *out)
 {
-    const char *path = getenv("HWAF_TEST_PROC_CRYPTO");
+    const char *path = hwaf_sys_getenv("HWAF_TEST_PROC_CRYPTO");
     char *text;
     size_t len;
     int err;
@@ -83,7 +83,7 @@ int hwaf_probe_registry(uint64_t *out)
 
 void hwaf_probe_key(const hwaf_backend *be, uint64_t registry, char *key, size_t keylen)
 {
-    const char *release = getenv("HWAF_TEST_KERNEL_RELEASE");
+    const char *release = hwaf_sys_getenv("HWAF_TEST_KERNEL_RELEASE");
     struct utsname u;
     struct stat st;
     uint64_t h = FNV_OFFSET, dev[5] = { 0 };

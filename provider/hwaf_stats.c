@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include "hwaf_backend.h"
 #include "hwaf_debug.h"
 #include "hwaf_sys.h"
@@ -135,7 +136,7 @@ static void record_write_locked(void)
 
 static void record_setup(void)
 {
-    const char *dir = getenv("HWAF_STATS");
+    const char *dir = hwaf_sys_getenv("HWAF_STATS");
 
     if (dir == NULL || *dir == '\0' || strlen(dir) >= sizeof(record_dir))
         return;
@@ -233,6 +234,15 @@ int hwaf_errno_transient(int err)
 {
     return err == EMFILE || err == ENFILE || err == ENOMEM || err == EINTR
            || err == EAGAIN;
+}
+
+const char *hwaf_sys_getenv(const char *name)
+{
+#ifdef __GLIBC__
+    return secure_getenv(name);
+#else
+    return getauxval(AT_SECURE) != 0 ? NULL : getenv(name);
+#endif
 }
 
 int hwaf_sys_read_file(const char *path, size_t cap, char **text, size_t *len)

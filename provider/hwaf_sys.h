@@ -20,6 +20,15 @@ int hwaf_sys_error(int err);
  * failed (EIO for an empty file), *text then NULL.  Counts nothing.
  */
 int hwaf_sys_read_file(const char *path, size_t cap, char **text, size_t *len);
+/*
+ * The environment variable name, or NULL when the process runs with
+ * privileges it was not started with (set-user-ID or set-group-ID, file
+ * capabilities: the kernel's AT_SECURE), as OpenSSL reads its own
+ * variables (ossl_safe_getenv).  Every HWAF_* variable is read through it:
+ * a set-user-ID program's caller must not choose the file hwaf writes its
+ * debug log or records to, nor its thresholds or probe inputs.
+ */
+const char *hwaf_sys_getenv(const char *name);
 /* 1 for EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN. */
 int hwaf_errno_transient(int err);
 /* This thread's count of such errors so far, and the last one. */
