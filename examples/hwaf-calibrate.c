@@ -25,12 +25,14 @@
 #define _GNU_SOURCE   /* dladdr */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -563,21 +565,20 @@ static int dispatched(const char *name, int *kind)
     return 0;
 }
 
-/* The configured calibration file, from hwaf-config ("calibration = x"). */
-static int configured_file(const char *config, char *out, size_t len)
+const char *hwaf_calibration_file(const char *config, char *out, size_t len)
 {
-    const char *p = strstr(config, "calibration = ");
+    const char *p = config != NULL ? strstr(config, "calibration = ") : NULL;
     size_t n;
 
     if (p == NULL)
-        return 0;
+        return NULL;
     p += strlen("calibration = ");
     n = strcspn(p, ";");
     if (n == 0 || n >= len)
-        return 0;
+        return NULL;
     memcpy(out, p, n);
     out[n] = '\0';
-    return 1;
+    return out;
 }
 
 int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
@@ -612,12 +613,23 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
         fprintf(stderr, "hwaf-info: cannot read hwaf's parameters\n");
         return 2;
     }
-    if (outfile == NULL && configured_file(config, path, sizeof(path)))
+    if (outfile == NULL && hwaf_calibration_file(config, path, sizeof(path)) != NULL)
         outfile = path;
     if (outfile != NULL && strcmp(outfile, "-") != 0) {
+        int fd;
+
+        /* A temporary file in the same directory, renamed over the file
+         * once complete: a load never reads a half-written one.  Mode 0644
+         * whatever the umask: every program that loads hwaf reads it. */
         snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", outfile, (long)getpid());
-        if ((f = fopen(tmp, "w")) == NULL) {
+        unlink(tmp);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 || fchmod(fd, 0644) != 0 || (f = fdopen(fd, "w")) == NULL) {
             fprintf(stderr, "hwaf-info: cannot write %s: %s\n", tmp, strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                unlink(tmp);
+            }
             return 2;
         }
     }
@@ -684,7 +696,9 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
     for (i = 0; i < 2; i++)
         OSSL_LIB_CTX_free(zl[i]);
     if (f != stdout) {
-        if (fclose(f) != 0 || (failed == 0 && rename(tmp, outfile) != 0)) {
+        int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+
+        if (fclose(f) != 0 || bad || (failed == 0 && rename(tmp, outfile) != 0)) {
             fprintf(stderr, "hwaf-info: cannot write %s: %s\n", outfile, strerror(errno));
             unlink(tmp);
             return 2;

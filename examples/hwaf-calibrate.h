@@ -15,4 +15,10 @@
 int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
                    double budget);
 
+/*
+ * The calibration file named by config (hwaf's "hwaf-config" parameter:
+ * "calibration = FILE"), copied into out; NULL when it names none.
+ */
+const char *hwaf_calibration_file(const char *config, char *out, size_t len);
+
 #endif

@@ -7,15 +7,19 @@
  *
  *   hwaf-info             (OPENSSL_MODULES must point at hwaf.so's folder
  *                          unless it is installed)
- *   hwaf-info --calibrate [-o FILE] [--point-seconds S]
+ *   hwaf-info --calibrate [--if-stale] [-o FILE] [--point-seconds S]
  *                         measure the offload thresholds of size-aware
  *                         dispatch and write the calibration file
- *                         (hwaf-calibrate.c)
+ *                         (hwaf-calibrate.c); with --if-stale only when
+ *                         the file's probe lines are not those of the
+ *                         running kernel.  Exit 3: no kernel backend is
+ *                         usable here, nothing written.
  *
  * OpenSSL's configuration file (OPENSSL_CONF or the default one) is read,
  * so a [hwaf_sect] there takes effect and its keys are shown as hwaf uses
  * them (a key hwaf does not know is not shown: see docs/config.md).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +196,85 @@ static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
     return ok;
 }
 
+/*
+ * The "probe <backend> <key>" lines of text, sorted, into out (at most len
+ * bytes, NUL-terminated): the kernel state a probe result belongs to.
+ * Returns how many there are, -1 when they do not fit.
+ */
+static int probe_lines(const char *text, char *out, size_t len)
+{
+    char lines[8][128], *p = out;
+    int n = 0, i, j;
+
+    for (const char *l = text; *l != '\0';) {
+        size_t k = strcspn(l, "\n");
+
+        if (k > 6 && strncmp(l, "probe ", 6) == 0) {
+            if (n == 8 || k >= sizeof(lines[0]))
+                return -1;
+            snprintf(lines[n++], sizeof(lines[0]), "%.*s", (int)k, l);
+        }
+        l += k + (l[k] == '\n');
+    }
+    for (i = 1; i < n; i++)                 /* a handful: insertion sort */
+        for (j = i; j > 0 && strcmp(lines[j - 1], lines[j]) > 0; j--) {
+            char t[sizeof(lines[0])];
+
+            memcpy(t, lines[j], sizeof(t));
+            memcpy(lines[j], lines[j - 1], sizeof(t));
+            memcpy(lines[j - 1], t, sizeof(t));
+        }
+    *p = '\0';
+    for (i = 0; i < n; i++) {
+        size_t k = strlen(lines[i]);
+
+        if ((size_t)(p - out) + k + 2 > len)
+            return -1;
+        memcpy(p, lines[i], k);
+        p += k;
+        *p++ = '\n';
+        *p = '\0';
+    }
+    return n;
+}
+
+/*
+ * --if-stale: 1 when file holds the probe result of this process's kernel
+ * state (its probe lines are exactly those hwaf computed here, probed or
+ * taken from the file), 0 when it must be written (absent, unreadable, not
+ * a calibration file, another kernel state).  Says which on stdout.
+ */
+static int calibration_current(const char *file, const char *probed)
+{
+    static char text[1 << 20];
+    char have[1024] = "", want[1024] = "";
+    FILE *f = fopen(file, "r");
+    size_t n;
+
+    if (f == NULL) {
+        printf("%s: %s; calibrating\n", file, strerror(errno));
+        return 0;
+    }
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (strncmp(text, "hwaf-calibration 1\n", 19) != 0) {
+        printf("%s: not a calibration file; calibrating\n", file);
+        return 0;
+    }
+    if (probe_lines(text, have, sizeof(have)) <= 0
+        || probe_lines(probed != NULL ? probed : "", want, sizeof(want)) <= 0
+        || strcmp(have, want) != 0) {
+        printf("%s: its probe lines are not this kernel's (file: %s; now: %s); calibrating\n",
+               file, have[0] != '\0' ? strtok(have, "\n") : "none",
+               want[0] != '\0' ? strtok(want, "\n") : "none");
+        return 0;
+    }
+    printf("%s: holds the probe result of the running kernel (%s); not rewritten\n",
+           file, strtok(have, "\n"));
+    return 1;
+}
+
 static int fopen_ok(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -207,10 +290,11 @@ int main(int argc, char **argv)
     OSSL_LIB_CTX *lib = OSSL_LIB_CTX_new();
     OSSL_PROVIDER *hwaf, *dflt;
     const char *afalg = NULL, *devcrypto = NULL, *algs = NULL, *config = NULL,
-        *thresholds = NULL, *outfile = NULL, *reqmax = NULL;
+        *thresholds = NULL, *outfile = NULL, *reqmax = NULL, *probed = NULL;
     char *cnf, *end;
     double budget = 0.005;
-    int calibrate = 0, a;
+    int calibrate = 0, if_stale = 0, a;
+    char cfgfile[4096];
     uint64_t ops = 0, bytes = 0;
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&afalg, 0),
@@ -219,6 +303,7 @@ int main(int argc, char **argv)
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_THRESHOLDS, (char **)&thresholds, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_REQUEST_MAX, (char **)&reqmax, 0),
+        OSSL_PARAM_utf8_ptr(HWAF_PARAM_PROBE, (char **)&probed, 0),
         OSSL_PARAM_END
     };
     int checked = 0, failed = 0, hw;
@@ -227,6 +312,8 @@ int main(int argc, char **argv)
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--calibrate") == 0) {
             calibrate = 1;
+        } else if (strcmp(argv[a], "--if-stale") == 0) {
+            if_stale = 1;
         } else if (strcmp(argv[a], "-o") == 0 && a + 1 < argc) {
             outfile = argv[++a];
         } else if (strcmp(argv[a], "--point-seconds") == 0 && a + 1 < argc) {
@@ -236,12 +323,13 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else {
-            fprintf(stderr, "usage: hwaf-info [--calibrate [-o FILE] [--point-seconds S]]\n");
+            fprintf(stderr, "usage: hwaf-info [--calibrate [--if-stale] [-o FILE] "
+                    "[--point-seconds S]]\n");
             return 2;
         }
     }
-    if (!calibrate && outfile != NULL) {
-        fprintf(stderr, "hwaf-info: -o goes with --calibrate\n");
+    if (!calibrate && (outfile != NULL || if_stale)) {
+        fprintf(stderr, "hwaf-info: %s goes with --calibrate\n", if_stale ? "--if-stale" : "-o");
         return 2;
     }
     for (i = 0; i < sizeof(sample); i++)
@@ -256,8 +344,15 @@ int main(int argc, char **argv)
     if (cnf != NULL && fopen_ok(cnf) && !OSSL_LIB_CTX_load_config(lib, cnf)) {
         fprintf(stderr, "hwaf-info: cannot load %s\n", cnf);
         ERR_print_errors_fp(stderr);
-        OPENSSL_free(cnf);
-        return 2;
+        if (!calibrate || outfile == NULL) {
+            OPENSSL_free(cnf);
+            return 2;
+        }
+        /* Writing a named file: a configuration that names a broken
+         * calibration file must not keep it from being written anew. */
+        fprintf(stderr, "hwaf-info: calibrating with hwaf's defaults instead\n");
+        OSSL_LIB_CTX_free(lib);
+        lib = OSSL_LIB_CTX_new();
     }
     OPENSSL_free(cnf);
     hwaf = OSSL_PROVIDER_load(lib, HWAF_PROVIDER_NAME);
@@ -273,7 +368,33 @@ int main(int argc, char **argv)
         return 2;
     }
     if (calibrate) {
+        const char *target = outfile != NULL ? outfile
+                             : hwaf_calibration_file(config, cfgfile, sizeof(cfgfile));
         int r;
+
+        if (probed == NULL || probed[0] == '\0') {
+            /* No backend is usable (a container without AF_ALG, a chroot
+             * without /proc): nothing to measure, no probe to keep. */
+            printf("no kernel backend is usable here (afalg: %s; devcrypto: %s): "
+                   "nothing calibrated, nothing written\n", afalg, devcrypto);
+            OSSL_PROVIDER_unload(hwaf);
+            OSSL_PROVIDER_unload(dflt);
+            OSSL_LIB_CTX_free(lib);
+            return 3;
+        }
+        if (if_stale) {
+            if (target == NULL || strcmp(target, "-") == 0) {
+                fprintf(stderr, "hwaf-info: --if-stale needs a file (-o FILE or the "
+                        "configuration's calibration key)\n");
+                return 2;
+            }
+            if (calibration_current(target, probed)) {
+                OSSL_PROVIDER_unload(hwaf);
+                OSSL_PROVIDER_unload(dflt);
+                OSSL_LIB_CTX_free(lib);
+                return 0;
+            }
+        }
 
         printf("calibrating (policy throughput: wall clock; policy cpu: user+system CPU)\n");
         r = hwaf_calibrate(lib, hwaf, outfile, budget);
