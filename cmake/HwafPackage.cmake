@@ -3,7 +3,9 @@
 # why CPack rather than a debian/ directory).
 #
 #   hwaf        hwaf.so in libcrypto's modules directory, hwaf-info,
-#               hwaf(7), hwaf-info(1), the docs and examples/hwaf.cnf
+#               hwaf(7), hwaf-info(1), the docs and examples/hwaf.cnf,
+#               /var/cache/hwaf, hwaf-calibrate.service, postinst/postrm
+#               (packaging/)
 #   hwaf-bench  hwaf-bench and hwaf-bench(1)
 #
 # The first line of each description is the package's summary.
@@ -26,6 +28,22 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+
+# The calibration file's place and what keeps it current (docs/packaging.md
+# "The calibration file"): an empty /var/cache/hwaf the package owns, the
+# boot unit, and maintainer scripts that calibrate at install and clean up
+# at removal.  Absolute paths, in the package only (EXCLUDE_FROM_ALL: a
+# plain `cmake --install` to a prefix leaves them out).
+set(HWAF_SYSTEMD_UNIT_DIR /lib/systemd/system CACHE PATH
+  "Where the package puts hwaf-calibrate.service (Debian 12: /lib/systemd/system)")
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/hwaf-calibrate.service
+  DESTINATION ${HWAF_SYSTEMD_UNIT_DIR} COMPONENT hwaf EXCLUDE_FROM_ALL)
+install(DIRECTORY DESTINATION /var/cache/hwaf COMPONENT hwaf EXCLUDE_FROM_ALL
+  DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+  WORLD_READ WORLD_EXECUTE)
+set(CPACK_DEBIAN_HWAF_PACKAGE_CONTROL_EXTRA
+  ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/postrm)
+set(CPACK_DEBIAN_HWAF_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 
 set(CPACK_DEBIAN_HWAF_PACKAGE_NAME hwaf)
 set(CPACK_DEBIAN_HWAF_PACKAGE_SECTION libs)

@@ -6,10 +6,21 @@
 #          Build the packages with CPack (BUILD_DIR's configuration, prefix
 #          /usr) into PKG_DIR and check them: files where Debian's own
 #          providers and programs go, Depends computed by dpkg-shlibdeps.
-#        package_test.sh install PKG_DIR
+#        package_test.sh install PKG_DIR NO_AFALG
 #          As root, in the test guest: install hwaf into a fresh root (an
 #          overlay of this machine's /, from which any installed hwaf is
 #          removed first) and there check that
+#            - installed as on a kernel without AF_ALG and /dev/crypto
+#              (NO_AFALG: test/no_afalg.c, a seccomp filter), dpkg -i
+#              succeeds and writes no calibration file;
+#            - installed on this kernel, the postinst writes
+#              /var/cache/hwaf/calibration (mode 0644, the probe's
+#              result), enables hwaf-calibrate.service, and a load through
+#              the shipped hwaf.cnf takes the probe result from it;
+#            - the unit's command leaves a current file alone and rewrites
+#              a stale one atomically while programs keep loading it;
+#            - a set-user-ID program ignores HWAF_DEBUG, HWAF_STATS and
+#              HWAF_OFFLOAD_MIN;
 #            - `openssl list -providers -provider hwaf` finds the module
 #              with no OPENSSL_MODULES, and enc/dgst run through it;
 #            - hwaf-info passes and the manual pages are in place;
@@ -19,7 +30,8 @@
 #              hwaf use it: openssl, openvpn --test-crypto, curl against
 #              openssl s_server (TLS 1.2, AES-CBC), each proven by the
 #              debug log's count of work handed to the kernel;
-#            - purging the package leaves nothing behind.
+#            - purging the package leaves nothing behind (the calibration
+#              file and the unit's enablement included).
 # Exit 0 pass, 1 fail.
 set -u
 mode=${1:-}
@@ -48,18 +60,35 @@ if [ "$mode" = build ]; then
     dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$out/hwaf.files"
     for f in "$modulesdir/hwaf.so" /usr/bin/hwaf-info /usr/share/man/man7/hwaf.7.gz \
         /usr/share/man/man1/hwaf-info.1.gz /usr/share/doc/hwaf/examples/hwaf.cnf \
-        /usr/share/doc/hwaf/config.md /usr/share/doc/hwaf/README.md; do
+        /usr/share/doc/hwaf/config.md /usr/share/doc/hwaf/README.md \
+        /lib/systemd/system/hwaf-calibrate.service /var/cache/hwaf/; do
         if grep -qx "$f" "$out/hwaf.files"; then ok "hwaf ships $f"; else bad "hwaf lacks $f"; fi
     done
     dpkg-deb -c "$bdeb" | awk '{print $6}' | sed 's|^\./|/|' >"$out/bench.files"
     for f in /usr/bin/hwaf-bench /usr/share/man/man1/hwaf-bench.1.gz; do
         if grep -qx "$f" "$out/bench.files"; then ok "hwaf-bench ships $f"; else bad "hwaf-bench lacks $f"; fi
     done
-    if grep -v '/$' "$out/hwaf.files" | grep -v -e "^$modulesdir/" -e '^/usr/bin/' -e '^/usr/share/' >"$out/stray"; then
-        bad "hwaf ships files outside the module directory, /usr/bin and /usr/share: $(tr '\n' ' ' <"$out/stray")"
+    if grep -v '/$' "$out/hwaf.files" | grep -v -e "^$modulesdir/" -e '^/usr/bin/' -e '^/usr/share/' \
+        -e '^/lib/systemd/system/hwaf-calibrate\.service$' >"$out/stray"; then
+        bad "hwaf ships files outside the module directory, /usr/bin, /usr/share and its unit: $(tr '\n' ' ' <"$out/stray")"
     else
-        ok "hwaf ships nothing outside the module directory, /usr/bin and /usr/share"
+        ok "hwaf ships nothing outside the module directory, /usr/bin, /usr/share and its unit"
     fi
+    # The calibration file's place: an empty directory, mode 0755, and the
+    # maintainer scripts that fill and clean it.
+    if dpkg-deb -c "$deb" | grep -q '^drwxr-xr-x root/root .* \./var/cache/hwaf/$'; then
+        ok "hwaf owns /var/cache/hwaf (0755, root)"
+    else
+        bad "no /var/cache/hwaf/ with mode 0755 in the package"
+    fi
+    x=$(mktemp -d "$out/c.XXXXXX")
+    dpkg-deb -e "$deb" "$x"
+    if [ -x "$x/postinst" ] && [ -x "$x/postrm" ] && grep -q 'hwaf-info --calibrate --if-stale' "$x/postinst"; then
+        ok "hwaf has a postinst that calibrates and a postrm"
+    else
+        bad "hwaf's maintainer scripts: $(ls "$x")"
+    fi
+    rm -rf "$x"
     # Depends: what dpkg-shlibdeps says of the binaries, run here on the
     # packaged files themselves, must be the packages' Depends.
     for p in hwaf hwaf-bench; do
@@ -86,6 +115,7 @@ fi
 
 [ "$mode" = install ] || die "usage: package_test.sh build BUILD_DIR PKG_DIR | install PKG_DIR"
 pkgs=${2:?package directory}
+noafalg=${3:-}
 deb=$(ls "$pkgs"/hwaf_*.deb 2>/dev/null)
 [ -f "$deb" ] || die "no hwaf_*.deb in $pkgs (the test host.package builds it)"
 [ "$(id -u)" = 0 ] || die "the install test needs root (it runs in the test guest)"
@@ -131,8 +161,28 @@ else
     ok "the fresh root has no hwaf provider"
 fi
 
-# ---- install -------------------------------------------------------------------
+# ---- install as on a kernel without AF_ALG and /dev/crypto ---------------------
 cp "$deb" "$root/tmp/"
+cal=/var/cache/hwaf/calibration
+if [ -z "$noafalg" ] || [ ! -x "$noafalg" ]; then
+    bad "no hwaf-no-afalg helper given (third argument)"
+elif [ -e /dev/crypto ]; then
+    bad "this guest has /dev/crypto: cannot install as without a kernel backend"
+elif "$noafalg" chroot "$root" env -u OPENSSL_MODULES -u OPENSSL_CONF -u HWAF_DEBUG \
+        dpkg -i "/tmp/$(basename "$deb")" >"$base/dpkg.log" 2>&1; then
+    if grep -q 'no kernel backend is usable here' "$base/dpkg.log" && [ -d "$root/var/cache/hwaf" ] &&
+        [ -z "$(ls -A "$root/var/cache/hwaf")" ]; then
+        ok "without AF_ALG and /dev/crypto: dpkg -i succeeds, nothing calibrated, /var/cache/hwaf empty"
+    else
+        bad "without AF_ALG: $(ls -A "$root/var/cache/hwaf" 2>&1 | tr '\n' ' ')"
+        sed 's/^/      /' "$base/dpkg.log"
+    fi
+else
+    sed 's/^/      /' "$base/dpkg.log"
+    bad "dpkg -i without AF_ALG and /dev/crypto failed"
+fi
+
+# ---- install -------------------------------------------------------------------
 if in_root dpkg -i "/tmp/$(basename "$deb")" >"$base/dpkg.log" 2>&1; then
     ok "dpkg -i $(basename "$deb") (its Depends satisfied by this system)"
 else
@@ -142,6 +192,18 @@ else
     exit
 fi
 in_root dpkg -L hwaf >"$base/files"
+# The postinst's calibration, on this kernel.
+if [ -f "$root$cal" ] && [ "$(stat -c %a "$root$cal")" = 644 ] &&
+    head -n 1 "$root$cal" | grep -qx 'hwaf-calibration 1' && grep -q '^probe afalg [0-9a-f]\{16\}$' "$root$cal" &&
+    grep -q 'implementations calibrated' "$base/dpkg.log"; then
+    ok "the postinst wrote $cal (0644, probe afalg $(sed -n 's/^probe afalg //p' "$root$cal"), $(grep -c '^[A-Z]' "$root$cal") thresholds)"
+else
+    bad "the postinst's calibration: $(ls -l "$root$cal" 2>&1)"
+    sed 's/^/      /' "$base/dpkg.log"
+fi
+[ -L "$root/etc/systemd/system/multi-user.target.wants/hwaf-calibrate.service" ] &&
+    ok "hwaf-calibrate.service is enabled (multi-user.target.wants)" || bad "hwaf-calibrate.service is not enabled"
+unitcmd=$(sed -n 's/^ExecStart=//p' "$root/lib/systemd/system/hwaf-calibrate.service")
 [ -f "$root$modulesdir/hwaf.so" ] && ok "hwaf.so in $modulesdir" || bad "no $modulesdir/hwaf.so"
 
 in_root openssl list -providers -provider hwaf >"$base/list" 2>&1
@@ -183,6 +245,39 @@ else
     bad "dgst -sha256 through the installed hwaf"
 fi
 
+# ---- a set-user-ID program ignores HWAF_* ------------------------------------------
+# Two copies of openssl owned by nobody, one set-user-ID; both run by root
+# with the same environment.  Only the set-user-ID one runs with AT_SECURE
+# (real uid 0, effective uid 65534): it must write no log and no record and
+# keep the default thresholds; the other shows that the variables work.
+cp "$root/usr/bin/openssl" "$root/tmp/openssl.plain"
+cp "$root/usr/bin/openssl" "$root/tmp/openssl.suid"
+chown 65534:65534 "$root/tmp/openssl.plain" "$root/tmp/openssl.suid"
+chmod 0755 "$root/tmp/openssl.plain"
+chmod 4755 "$root/tmp/openssl.suid"
+for v in plain suid; do
+    mkdir -m 1777 "$root/tmp/stats.$v"
+    in_root env HWAF_DEBUG=file:/tmp/debug.$v.log HWAF_STATS=/tmp/stats.$v HWAF_OFFLOAD_MIN=0 \
+        /tmp/openssl.$v dgst -sha256 -r -provider hwaf -provider default -propquery provider=hwaf \
+        /tmp/plain >"$base/dgst.$v" 2>"$base/err.$v"
+    in_root env HWAF_OFFLOAD_MIN=0 /tmp/openssl.$v list -providers -verbose -provider hwaf \
+        >"$base/list.$v" 2>&1
+done
+if cmp -s "$base/dgst.default" "$base/dgst.plain" && w=$(handed "$root/tmp/debug.plain.log") &&
+    [ -n "$(ls "$root/tmp/stats.plain")" ] && grep -q 'offload_min=0 source=configured' "$base/list.plain"; then
+    ok "not set-user-ID: HWAF_DEBUG, HWAF_STATS and HWAF_OFFLOAD_MIN=0 apply ($w to the kernel)"
+else
+    bad "not set-user-ID: the variables did not apply: $(cat "$base/err.plain")"
+fi
+if cmp -s "$base/dgst.default" "$base/dgst.suid" && [ ! -e "$root/tmp/debug.suid.log" ] &&
+    [ -z "$(ls "$root/tmp/stats.suid")" ] && grep -q 'source=default' "$base/list.suid" &&
+    ! grep -q 'source=configured' "$base/list.suid"; then
+    ok "set-user-ID: same digest, HWAF_DEBUG, HWAF_STATS and HWAF_OFFLOAD_MIN ignored"
+else
+    bad "set-user-ID: $(ls "$root/tmp/debug.suid.log" "$root/tmp/stats.suid" 2>&1 | tr '\n' ' ') $(cat "$base/err.suid")"
+fi
+rm -rf "$root"/tmp/openssl.plain "$root"/tmp/openssl.suid "$root"/tmp/stats.* "$root"/tmp/debug.*.log
+
 # ---- the drop-in configuration ---------------------------------------------------
 # Debian 12's recipe, exactly as docs/packaging.md gives it, on this root's
 # own /etc/ssl/openssl.cnf.
@@ -194,12 +289,16 @@ cp "$root/usr/share/doc/hwaf/examples/hwaf.cnf" "$root/tmp/cnf.d/"
 { grep -v '^\.include /etc/ssl/hwaf.cnf' "$root/etc/ssl/openssl.cnf"; echo ".include /tmp/cnf.d"; } >"$root/tmp/dir.cnf"
 
 # app DESCRIPTION CONF CMD...: CMD (which names no provider) succeeds and,
-# per the debug log, handed work to the kernel through hwaf.
+# per the debug log, handed work to the kernel through hwaf.  The shipped
+# hwaf.cnf names the calibration file, whose thresholds keep a CPU
+# driver's work in software; HWAF_OFFLOAD_MIN=0 (hwaf.cnf sets no
+# offload_min) sends every operation to the kernel, so that the count is
+# the program's data, not only the probe's.
 app() {
     _d=$1 _c=$2
     shift 2
     rm -f "$root/tmp/h.log"
-    if chroot "$root" env -u OPENSSL_MODULES -u OPENSSL_CONF HWAF_DEBUG=file:/tmp/h.log $_c "$@" \
+    if chroot "$root" env -u OPENSSL_MODULES -u OPENSSL_CONF HWAF_DEBUG=file:/tmp/h.log HWAF_OFFLOAD_MIN=0 $_c "$@" \
         >"$base/app.out" 2>&1 && w=$(handed "$root/tmp/h.log"); then
         ok "$_d ($w to the kernel through hwaf)"
     else
@@ -241,6 +340,57 @@ if in_root which curl >/dev/null 2>&1; then
 else
     bad "curl not installed (Debian package curl; tools/deps)"
 fi
+# ---- the calibration file through the shipped hwaf.cnf -----------------------------
+# A load through /etc/ssl/openssl.cnf + hwaf.cnf (which names the file)
+# takes the probe's result from it.
+in_root hwaf-info >"$base/info" 2>&1
+if grep -q 'afalg: *usable.*(probe result cached)' "$base/info"; then
+    ok "hwaf-info through the shipped hwaf.cnf: $(sed -n 's/^ *afalg: *//p' "$base/info")"
+else
+    bad "hwaf-info through the shipped hwaf.cnf: $(grep -m1 'afalg:' "$base/info")"
+fi
+# The unit's command: a current file is left alone.
+before_id=$(stat -c %i.%Y "$root$cal")
+if in_root sh -c "$unitcmd" >"$base/unit.out" 2>&1 && grep -q 'not rewritten' "$base/unit.out" &&
+    [ "$(stat -c %i.%Y "$root$cal")" = "$before_id" ]; then
+    ok "hwaf-calibrate.service's command on a current file: $(head -n 1 "$base/unit.out")"
+else
+    bad "the unit's command on a current file"
+    sed 's/^/      /' "$base/unit.out"
+fi
+# A stale one (another probe key) is written again: under umask 077 the
+# new file is still 0644, and programs loading it all the while never
+# see a half-written file.
+key=$(sed -n 's/^probe afalg //p' "$root$cal")
+sed -i 's/^probe afalg .*/probe afalg 0123456789abcdef/' "$root$cal"
+in_root sh -c "umask 077; exec $unitcmd" >"$base/unit.out" 2>&1 &
+upid=$!
+# (OpenSSL 3.0 carries on without a provider its configuration could not
+# load: a load counts as failed when anything is said on stderr, as hwaf
+# does when it refuses a calibration file.)
+loads=0 lfail=0
+: >"$base/loads.err"
+while kill -0 $upid 2>/dev/null; do
+    if in_root openssl dgst -sha256 -r /tmp/plain 2>"$base/load.err" | cmp -s - "$base/dgst.default" &&
+        [ ! -s "$base/load.err" ]; then
+        loads=$((loads + 1))
+    else
+        lfail=$((lfail + 1))
+        cat "$base/load.err" >>"$base/loads.err"
+    fi
+done
+wait $upid
+urc=$?
+if [ $urc = 0 ] && grep -q 'calibrating' "$base/unit.out" && [ "$(stat -c %a "$root$cal")" = 644 ] &&
+    [ "$(sed -n 's/^probe afalg //p' "$root$cal")" = "$key" ] && [ $lfail = 0 ] && [ $loads -gt 0 ] &&
+    [ -z "$(ls "$root/var/cache/hwaf" | grep -v '^calibration$')" ]; then
+    ok "the unit's command on a stale file: written again (0644 under umask 077, key $key), $loads loads meanwhile, none failed"
+else
+    bad "the unit's command on a stale file: exit $urc, mode $(stat -c %a "$root$cal"), key $(sed -n 's/^probe afalg //p' "$root$cal") (want $key), $lfail of $((loads + lfail)) loads failed"
+    sed 's/^/      /' "$base/unit.out"
+    head -n 5 "$base/loads.err" 2>/dev/null | sed 's/^/      /'
+fi
+
 # Leave /etc/ssl/openssl.cnf as it was and remove the snippet, as an
 # administrator would before removing the package.
 grep -v '^\.include /etc/ssl/hwaf.cnf' "$root/etc/ssl/openssl.cnf" >"$base/o.cnf"
