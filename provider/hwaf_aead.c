@@ -159,7 +159,8 @@ static hwaf_be_aead *be_get(hwaf_aead_ctx *ctx)
         }
         ctx->gen = hwaf_fork_generation;
         hwaf_open_begin(ctx->impl, &t);
-        if (!ctx->impl->be->aead_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen)) {
+        if (!hwaf_open_verify(ctx->impl, &t)
+            || !ctx->impl->be->aead_open(&ctx->be, ctx->impl, ctx->key, ctx->keylen)) {
             ctx->be = NULL;
             if (hwaf_open_fallback(ctx->impl, &t, ctx->offload))
                 ctx->soft_only = 1;

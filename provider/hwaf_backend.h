@@ -72,6 +72,8 @@ typedef struct hwaf_impl_st {
                            * backend measures whether it pays, 0 never, 1 always */
     size_t zerocopy_min;  /* ...for operations of at least this many bytes */
     void *be_data;        /* the backend's own, per implementation */
+    int kat;              /* the driver's known answer, HWAF_KAT_*: read and
+                           * written atomically (hwaf_probe_verify) */
     /* Size-aware dispatch (hwaf_soft.h): operations of at least offload_min
      * bytes go to the kernel, smaller ones to soft, the same algorithm in
      * OpenSSL's default provider.  SIZE_MAX: never offload; 0: always. */
@@ -91,6 +93,9 @@ typedef struct hwaf_impl_st {
         unsigned int gen;
     } fd_backoff;
 } hwaf_impl;
+
+/* A driver's known answer: not run yet, passed, failed. */
+enum { HWAF_KAT_UNKNOWN = 0, HWAF_KAT_PASSED = 1, HWAF_KAT_FAILED = -1 };
 
 /* Where a threshold came from (shown by hwaf-info and in buildinfo). */
 enum { HWAF_SRC_DEFAULT, HWAF_SRC_CONFIGURED, HWAF_SRC_CACHED };
@@ -260,8 +265,10 @@ void hwaf_stats_add_soft(size_t bytes);
 void hwaf_stats_add_soft_n(uint64_t ops, uint64_t bytes);
 void hwaf_stats_get_soft(uint64_t *ops, uint64_t *bytes);
 /* Kernel objects that could not be had, whose work software took over
- * (hwaf_open_fallback in hwaf_soft.h), by reason. */
-enum { HWAF_FALLBACK_DESCRIPTORS, HWAF_FALLBACK_SANDBOX, HWAF_FALLBACK_COUNT };
+ * (hwaf_open_fallback in hwaf_soft.h), by reason: out of descriptors, a
+ * sandbox, the driver failed its known answer. */
+enum { HWAF_FALLBACK_DESCRIPTORS, HWAF_FALLBACK_SANDBOX, HWAF_FALLBACK_KNOWN_ANSWER,
+       HWAF_FALLBACK_COUNT };
 void hwaf_stats_add_fallback(int reason);
 uint64_t hwaf_stats_fallbacks(int reason);
 uint64_t hwaf_stats_spliced(void);

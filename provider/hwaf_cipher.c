@@ -307,7 +307,7 @@ static hwaf_be_cipher *kernel_get(hwaf_cipher_ctx *ctx, int *soft)
     if (ctx->be != NULL && ctx->gen == hwaf_fork_generation)
         return ctx->be;
     hwaf_open_begin(ctx->impl, &t);
-    if ((be = be_get(ctx)) != NULL) {
+    if (hwaf_open_verify(ctx->impl, &t) && (be = be_get(ctx)) != NULL) {
         hwaf_open_end(ctx->impl, &t);
         return be;
     }
@@ -327,7 +327,7 @@ static int be_open_or_soft(hwaf_cipher_ctx *ctx)
     if (hwaf_open_backoff(ctx->impl, ctx->offload))
         return 1;
     hwaf_open_begin(ctx->impl, &t);
-    if (be_open(ctx)) {
+    if (hwaf_open_verify(ctx->impl, &t) && be_open(ctx)) {
         hwaf_open_end(ctx->impl, &t);
         return 1;
     }

@@ -21,7 +21,7 @@
 
 enum { CFG_BACKENDS, CFG_PREFER, CFG_ALLOW_SOFTWARE, CFG_HW_DRIVERS,
        CFG_SW_DRIVERS, CFG_DEBUG, CFG_ZEROCOPY, CFG_ZEROCOPY_MIN, CFG_POLICY,
-       CFG_OFFLOAD_MIN, CFG_CALIBRATION, CFG_REQUEST_MAX, CFG_COUNT };
+       CFG_OFFLOAD_MIN, CFG_CALIBRATION, CFG_REQUEST_MAX, CFG_KNOWN_ANSWERS, CFG_COUNT };
 
 static const char *const cfg_names[CFG_COUNT] = {
     [CFG_BACKENDS] = "backends",
@@ -36,6 +36,7 @@ static const char *const cfg_names[CFG_COUNT] = {
     [CFG_OFFLOAD_MIN] = "offload_min",
     [CFG_CALIBRATION] = "calibration",
     [CFG_REQUEST_MAX] = "request_max",
+    [CFG_KNOWN_ANSWERS] = "known_answers",
 };
 
 /* Used for offload_min when the section does not set it (docs/config.md). */
@@ -363,6 +364,17 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         }
         cfg->zerocopy_min = (size_t)v;
     }
+    if (val[CFG_KNOWN_ANSWERS] != NULL) {
+        if (strcmp(val[CFG_KNOWN_ANSWERS], "first_use") == 0) {
+            cfg->known_answers = HWAF_KAT_AT_FIRST_USE;
+        } else if (strcmp(val[CFG_KNOWN_ANSWERS], "load") == 0) {
+            cfg->known_answers = HWAF_KAT_AT_LOAD;
+        } else {
+            CONFIG_ERROR(prov, "hwaf: known_answers = \"%s\": expected first_use or load",
+                         val[CFG_KNOWN_ANSWERS]);
+            return 0;
+        }
+    }
     if (val[CFG_POLICY] != NULL) {
         if (strcmp(val[CFG_POLICY], "throughput") == 0) {
             cfg->policy = HWAF_POLICY_THROUGHPUT;
@@ -508,6 +520,10 @@ static void cfg_value(const hwaf_config *cfg, int key, char *buf, size_t len)
         else  /* normalised " a b ": without the framing spaces */
             snprintf(buf, len, "%.*s", (int)strlen(cfg->request_max) - 2,
                      cfg->request_max + 1);
+        break;
+    case CFG_KNOWN_ANSWERS:
+        snprintf(buf, len, "%s",
+                 cfg->known_answers == HWAF_KAT_AT_LOAD ? "load" : "first_use");
         break;
     case CFG_COUNT:
         break;

@@ -35,6 +35,7 @@ const OSSL_ITEM hwaf_reason_strings[] = {
     { HWAF_R_DIGEST_NOT_OFFERED, "digest not offered by hwaf for this mac" },
     { HWAF_R_SANDBOXED, "a seccomp filter installed after hwaf loaded forbids kernel crypto calls" },
     { HWAF_R_SOFTWARE_PATH_FAILED, "software path (OpenSSL default provider) failed" },
+    { HWAF_R_KNOWN_ANSWER_FAILED, "kernel driver failed its known answer" },
     { 0, NULL }
 };
 

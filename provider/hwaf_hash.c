@@ -70,8 +70,10 @@ int hwaf_khash_open(hwaf_khash *k, const hwaf_impl *impl, int keyed,
     if (hwaf_open_backoff(impl, offload))
         return -1;
     hwaf_open_begin(impl, &t);
-    ok = keyed ? impl->be->mac_open(&be, impl, key, keylen) : impl->be->md_open(&be, impl);
-    if (!ok)  /* out of descriptors or sandboxed: the message in software */
+    ok = hwaf_open_verify(impl, &t)
+         && (keyed ? impl->be->mac_open(&be, impl, key, keylen) : impl->be->md_open(&be, impl));
+    if (!ok)  /* out of descriptors, sandboxed or a failed known answer: the
+               * message in software */
         return hwaf_open_fallback(impl, &t, offload) ? -1 : 0;
     hwaf_open_end(impl, &t);
     hwaf_khash_attach(k, impl, be);

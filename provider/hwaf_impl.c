@@ -87,6 +87,13 @@ int hwaf_cipher_ctx_set_common(const hwaf_impl *impl, const OSSL_PARAM params[],
     return 1;
 }
 
+int hwaf_impl_verify(const hwaf_impl *impl)
+{
+    int v = __atomic_load_n(&((hwaf_impl *)impl)->kat, __ATOMIC_ACQUIRE);
+
+    return v != HWAF_KAT_UNKNOWN ? v : impl->prov->verify(impl);
+}
+
 void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size)
 {
     hwaf_prov *prov = provctx;

@@ -82,7 +82,24 @@ typedef struct hwaf_config_st {
     char *calibration;               /* "calibration": file, or NULL */
     struct hwaf_calib_st *calib;     /* its contents, NULL when none */
     char *request_max;               /* "request_max": normalised, NULL for auto */
+    int known_answers;               /* "known_answers": HWAF_KAT_AT_* */
 } hwaf_config;
+
+/* When a driver's known answer runs: at its first use (the default), or
+ * for every driver at load, only those that pass offered. */
+enum { HWAF_KAT_AT_FIRST_USE = 0, HWAF_KAT_AT_LOAD = 1 };
+
+/*
+ * The known answer of impl's driver, run once per process at the first
+ * call, under the probe's lock (the probe's own, hwaf_prov.c, reached
+ * through impl->prov->verify): HWAF_KAT_PASSED or HWAF_KAT_FAILED (kept for
+ * the process; errors of the run raised on impl->prov), or
+ * HWAF_KAT_UNKNOWN when it could not run for a passing shortage or in a
+ * sandbox (its errors raised; it runs again next time).  Once the answer
+ * is known, one atomic load (hwaf_impl.c).
+ */
+typedef int hwaf_verify_fn(const hwaf_impl *impl);
+int hwaf_impl_verify(const hwaf_impl *impl);
 
 /*
  * Offload thresholds (hwaf_calib.c).  A calibration file holds, per
@@ -155,7 +172,8 @@ typedef struct hwaf_prov_st {
     char *algorithms_text;    /* HWAF_PARAM_ALGORITHMS */
     char *thresholds_text;    /* HWAF_PARAM_THRESHOLDS */
     char *request_max_text;   /* HWAF_PARAM_REQUEST_MAX */
-    char *probe_text;         /* HWAF_PARAM_PROBE */
+    char *probe_text;         /* HWAF_PARAM_PROBE, built when first asked */
+    hwaf_verify_fn *verify;   /* a driver's known answer (hwaf_impl_verify) */
     char *buildinfo;          /* provider "buildinfo" param, with backend status */
     char be_status[HWAF_BE_COUNT][256];
 } hwaf_prov;

@@ -28,7 +28,9 @@ static const hwaf_backend *const backends[HWAF_BE_COUNT] = {
 /*
  * What the kernel offers, probed once per process and backend (when a
  * provider load first enables it): which backends work and, per backend
- * and algorithm, the drivers that bind and pass the known answer.
+ * and algorithm, the drivers that bind, and each one's known answer: run
+ * by the probe with known_answers = load, else at the driver's first use
+ * (hwaf_probe_verify).
  *
  * A probe during which a system call failed for want of resources
  * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN: see hwaf_sys_error) says nothing
@@ -42,6 +44,11 @@ static struct {
     char why[HWAF_BE_COUNT][200];
     hwaf_driver drv[HWAF_BE_COUNT][HWAF_NALGS][MAX_DRIVERS];
     int ndrv[HWAF_BE_COUNT][HWAF_NALGS];
+    /* Each driver's known answer: HWAF_KAT_UNKNOWN until it has run (with
+     * known_answers = first_use, at the first kernel session or hash of
+     * the driver: hwaf_probe_verify), then HWAF_KAT_PASSED or
+     * HWAF_KAT_FAILED for the rest of the process. */
+    signed char kat[HWAF_BE_COUNT][HWAF_NALGS][MAX_DRIVERS];
     int cached[HWAF_BE_COUNT];     /* the result came from the calibration file */
     /* The key of the kernel's state the result belongs to, "" when it has
      * none (a backend unusable, a probe cut short, /proc/crypto unreadable):
@@ -78,8 +85,9 @@ static void probe_unlock(void)
     __atomic_store_n(&probe_lockword, 0, __ATOMIC_RELEASE);
 }
 
-/* Run the algorithm's known answer through one driver. */
-static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
+/* Run the algorithm's known answer through one driver; errors of the
+ * backend are raised on prov (none when NULL: the probe at load). */
+static int known_answer(hwaf_prov *prov, const hwaf_backend *be, const hwaf_alg *alg,
                         const hwaf_driver *drv)
 {
     hwaf_impl impl;
@@ -87,6 +95,7 @@ static int known_answer(const hwaf_backend *be, const hwaf_alg *alg,
     int ok = 0;
 
     memset(&impl, 0, sizeof(impl));
+    impl.prov = prov;
     impl.alg = alg;
     impl.be = be;
     impl.drv = *drv;
@@ -168,6 +177,8 @@ static int probe_from_cache(int b, const hwaf_config *cfg, const char *key)
         probe.ndrv[b][a] = hwaf_calib_probe_drivers(cfg->calib, be->name, &hwaf_algs[a],
                                                     probe.drv[b][a], MAX_DRIVERS);
         n += probe.ndrv[b][a];
+        /* hwaf-info --calibrate keeps only drivers that passed */
+        memset(probe.kat[b][a], HWAF_KAT_PASSED, sizeof(probe.kat[b][a]));
     }
     HWAF_DEBUG("probe cache: %s: key %s matches: %d drivers from %s, no known answers "
                "run", be->name, key, n, cfg->calibration);
@@ -184,6 +195,7 @@ static void probe_backend(int b, const hwaf_config *cfg, const uint64_t *registr
     int a, d, k, n, err;
 
     memset(probe.ndrv[b], 0, sizeof(probe.ndrv[b]));
+    memset(probe.kat[b], HWAF_KAT_UNKNOWN, sizeof(probe.kat[b]));
     probe.why[b][0] = '\0';
     probe.key[b][0] = '\0';
     probe.cached[b] = 0;
@@ -212,11 +224,15 @@ static void probe_backend(int b, const hwaf_config *cfg, const uint64_t *registr
                 n = be->drivers(&hwaf_algs[a], found, MAX_DRIVERS);
 
             for (d = 0, k = 0; d < n; d++) {
-                if (!known_answer(be, &hwaf_algs[a], &found[d])) {
+                /* known_answers = first_use: each at the driver's first use */
+                if (cfg->known_answers == HWAF_KAT_AT_LOAD
+                    && !known_answer(NULL, be, &hwaf_algs[a], &found[d])) {
                     HWAF_DEBUG("probe: %s %s driver %s fails its known answer: not offered",
                                be->name, hwaf_algs[a].kname, found[d].name);
                     continue;
                 }
+                probe.kat[b][a][k] = cfg->known_answers == HWAF_KAT_AT_LOAD
+                                     ? HWAF_KAT_PASSED : HWAF_KAT_UNKNOWN;
                 probe.drv[b][a][k++] = found[d];
             }
             probe.ndrv[b][a] = k;
@@ -249,7 +265,7 @@ static void probe_backend(int b, const hwaf_config *cfg, const uint64_t *registr
 static void probe_kernel(const hwaf_config *cfg)
 {
     uint64_t reg;
-    int b, want = 0, have = 0, full = 0;
+    int b, want = 0, have = 0;
 
     for (b = 0; b < HWAF_BE_COUNT; b++)
         want |= cfg->use_backend[b] && !probe.done[b];
@@ -263,16 +279,82 @@ static void probe_kernel(const hwaf_config *cfg)
     if (have)
         have = hwaf_probe_registry(&reg);
     for (b = 0; b < HWAF_BE_COUNT; b++)
-        if (cfg->use_backend[b] && !probe.done[b]) {
+        if (cfg->use_backend[b] && !probe.done[b])
             probe_backend(b, cfg, have ? &reg : NULL);
-            full |= probe.usable[b] && !probe.cached[b] && !probe.transient[b];
-        }
-    if (!full || !hwaf_probe_registry(&reg))
-        return;
-    for (b = 0; b < HWAF_BE_COUNT; b++)
-        if (probe.usable[b] && !probe.cached[b] && probe.done[b] && !probe.transient[b]
-            && probe.key[b][0] == '\0')
-            hwaf_probe_key(backends[b], reg, probe.key[b], sizeof(probe.key[b]));
+}
+
+/*
+ * Run the known answer of driver d of backend b and algorithm a unless it
+ * has run; the probe's lock held.  Returns its verdict (HWAF_KAT_*), kept
+ * for the process, or HWAF_KAT_UNKNOWN when it could not run for a passing
+ * shortage (hwaf_sys_error) or in a sandbox: nothing kept, it runs again at
+ * the next use.  Errors of the run are raised on prov (none when NULL).
+ */
+static int verify_locked(hwaf_prov *prov, int b, int a, int d)
+{
+    unsigned long shortages = hwaf_sys_transient_count();
+    uint64_t refusals = hwaf_sandbox_refusals();
+    int ok;
+
+    if (probe.kat[b][a][d] != HWAF_KAT_UNKNOWN)
+        return probe.kat[b][a][d];
+    ok = known_answer(prov, backends[b], &hwaf_algs[a], &probe.drv[b][a][d]);
+    if (!ok && (hwaf_sys_transient_count() != shortages
+                || hwaf_sandbox_refusals() != refusals)) {
+        HWAF_DEBUG("known answer: %s %s driver %s could not run (a passing shortage or "
+                   "a sandbox): tried again at its next use", backends[b]->name,
+                   hwaf_algs[a].kname, probe.drv[b][a][d].name);
+        return HWAF_KAT_UNKNOWN;
+    }
+    probe.kat[b][a][d] = ok ? HWAF_KAT_PASSED : HWAF_KAT_FAILED;
+    HWAF_DEBUG("known answer: %s %s driver %s %s", backends[b]->name, hwaf_algs[a].kname,
+               probe.drv[b][a][d].name,
+               ok ? "passes" : "fails: not used for the rest of the process");
+    return probe.kat[b][a][d];
+}
+
+/* Every driver of backend b not verified yet, verified now (probe lock
+ * held): 1, or 0 when one could not run (its verdict stays unknown). */
+static int verify_all_locked(int b)
+{
+    int a, d, all = 1;
+
+    for (a = 0; a < HWAF_NALGS; a++)
+        for (d = 0; d < probe.ndrv[b][a]; d++)
+            all &= verify_locked(NULL, b, a, d) != HWAF_KAT_UNKNOWN;
+    return all;
+}
+
+/* hwaf_verify_fn (prov->verify): the first answer for impl. */
+static int probe_verify(const hwaf_impl *impl)
+{
+    hwaf_impl *m = (hwaf_impl *)impl;
+    int v = __atomic_load_n(&m->kat, __ATOMIC_ACQUIRE);
+    int a = (int)(impl->alg - hwaf_algs), b = impl->be_index, d;
+
+    if (v != HWAF_KAT_UNKNOWN)
+        return v;
+    probe_lock();
+    /* The probe's list, by name: a later load's probe (after a passing
+     * shortage) may have listed it again, at another place. */
+    for (d = 0; d < probe.ndrv[b][a]; d++)
+        if (strcmp(probe.drv[b][a][d].name, impl->drv.name) == 0)
+            break;
+    if (d < probe.ndrv[b][a]) {
+        v = verify_locked(impl->prov, b, a, d);
+    } else {
+        unsigned long shortages = hwaf_sys_transient_count();
+        uint64_t refusals = hwaf_sandbox_refusals();
+
+        /* Gone from the list: verified for this implementation alone. */
+        v = known_answer(impl->prov, impl->be, impl->alg, &impl->drv) ? HWAF_KAT_PASSED
+            : hwaf_sys_transient_count() != shortages || hwaf_sandbox_refusals() != refusals
+            ? HWAF_KAT_UNKNOWN : HWAF_KAT_FAILED;
+    }
+    probe_unlock();
+    if (v != HWAF_KAT_UNKNOWN)
+        __atomic_store_n(&m->kat, v, __ATOMIC_RELEASE);
+    return v;
 }
 
 /* The best driver of the wanted class, or NULL. */
@@ -280,9 +362,14 @@ static const hwaf_driver *pick(int b, int a, int hw, const hwaf_config *cfg)
 {
     int d;
 
-    /* Drivers come sorted by kernel priority, highest first. */
+    /* Drivers come sorted by kernel priority, highest first; one that
+     * failed its known answer is never offered, one not verified yet only
+     * with known_answers = first_use. */
     for (d = 0; d < probe.ndrv[b][a]; d++)
-        if (hwaf_classify(&probe.drv[b][a][d], cfg) == hw)
+        if (probe.kat[b][a][d] != HWAF_KAT_FAILED
+            && (probe.kat[b][a][d] == HWAF_KAT_PASSED
+                || cfg->known_answers == HWAF_KAT_AT_FIRST_USE)
+            && hwaf_classify(&probe.drv[b][a][d], cfg) == hw)
             return &probe.drv[b][a][d];
     return NULL;
 }
@@ -338,6 +425,7 @@ static int build_tables(hwaf_prov *prov)
                 impl->be_index = b;
                 impl->zerocopy = prov->cfg.zerocopy;
                 impl->zerocopy_min = prov->cfg.zerocopy_min;
+                impl->kat = probe.kat[b][a][drv - probe.drv[b][a]];
                 prov->slot[a][HWAF_SLOT(b, hw)] = impl;
                 if (impl->be->impl_init != NULL && !impl->be->impl_init(impl))
                     return 0;
@@ -466,6 +554,8 @@ static void prov_free(hwaf_prov *prov)
 
 /* ---- provider dispatch ---- */
 
+static const char *probe_text_get(hwaf_prov *prov);
+
 static OSSL_FUNC_provider_teardown_fn prov_teardown;
 static OSSL_FUNC_provider_gettable_params_fn prov_gettable_params;
 static OSSL_FUNC_provider_get_params_fn prov_get_params;
@@ -483,14 +573,16 @@ static void prov_teardown(void *provctx)
         hwaf_stats_get(b, &ops[b], &bytes[b]);
     hwaf_stats_get_soft(&sops, &sbytes);
     HWAF_DEBUG("unload: afalg %llu ops %llu bytes, devcrypto %llu ops %llu bytes, "
-               "software %llu ops %llu bytes, fallbacks %llu descriptors %llu sandbox",
+               "software %llu ops %llu bytes, fallbacks %llu descriptors %llu sandbox "
+               "%llu known answer",
                (unsigned long long)ops[HWAF_BE_AFALG],
                (unsigned long long)bytes[HWAF_BE_AFALG],
                (unsigned long long)ops[HWAF_BE_DEVCRYPTO],
                (unsigned long long)bytes[HWAF_BE_DEVCRYPTO],
                (unsigned long long)sops, (unsigned long long)sbytes,
                (unsigned long long)hwaf_stats_fallbacks(HWAF_FALLBACK_DESCRIPTORS),
-               (unsigned long long)hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX));
+               (unsigned long long)hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX),
+               (unsigned long long)hwaf_stats_fallbacks(HWAF_FALLBACK_KNOWN_ANSWER));
     hwaf_stats_flush();
     prov_free(provctx);
 }
@@ -521,6 +613,7 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_BYTES, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_DESCRIPTORS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_SANDBOX, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_KNOWN_ANSWER, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_THRESHOLDS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_REQUEST_MAX, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_PROBE, OSSL_PARAM_UTF8_PTR, NULL, 0),
@@ -573,16 +666,27 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text)
         || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text)
         || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text)
-        || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text)
-        || !set_str(params, HWAF_PARAM_PROBE, prov->probe_text))
+        || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text))
         return 0;
+    if (OSSL_PARAM_locate(params, HWAF_PARAM_PROBE) != NULL) {
+        const char *t = probe_text_get(prov);
+
+        if (t == NULL) {
+            HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+            return 0;
+        }
+        if (!set_str(params, HWAF_PARAM_PROBE, t))
+            return 0;
+    }
     hwaf_stats_get_soft(&ops, &bytes);
     if (!set_u64(params, HWAF_PARAM_SOFTWARE_OPS, ops)
         || !set_u64(params, HWAF_PARAM_SOFTWARE_BYTES, bytes)
         || !set_u64(params, HWAF_PARAM_FALLBACKS_DESCRIPTORS,
                     hwaf_stats_fallbacks(HWAF_FALLBACK_DESCRIPTORS))
         || !set_u64(params, HWAF_PARAM_FALLBACKS_SANDBOX,
-                    hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX)))
+                    hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX))
+        || !set_u64(params, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER,
+                    hwaf_stats_fallbacks(HWAF_FALLBACK_KNOWN_ANSWER)))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL
         && !OSSL_PARAM_set_int(p, 1))
@@ -635,12 +739,23 @@ static const OSSL_DISPATCH prov_dispatch[] = {
     { 0, NULL }
 };
 
-/* HWAF_PARAM_PROBE: the probe results of the backends this load enables. */
+/*
+ * HWAF_PARAM_PROBE: the probe results of the backends this load enables,
+ * what hwaf-info --calibrate keeps (the probe's lock held).  Built when
+ * asked, not at load: every driver not verified yet runs its known answer
+ * first, and the text lists only drivers that passed, so that a load that
+ * takes the kept result offers only verified drivers; a backend one of
+ * whose known answers could not run (a passing shortage), or whose probe
+ * was cut short, has no result to keep.  The key is taken here too (one
+ * more read of /proc/crypto): after the probe and the known answers, the
+ * kernel's state as the next process finds it.
+ */
 static char *probe_text(const hwaf_prov *prov)
 {
     size_t len = 1;
     char *t, *p, tok[64];
-    int b, a, d;
+    uint64_t reg;
+    int b, a, d, have = -1;
 
     for (b = 0; b < HWAF_BE_COUNT; b++)
         for (a = 0; a < HWAF_NALGS; a++)
@@ -648,17 +763,43 @@ static char *probe_text(const hwaf_prov *prov)
     if ((p = t = OPENSSL_zalloc(len)) == NULL)
         return NULL;
     for (b = 0; b < HWAF_BE_COUNT; b++) {
-        if (!prov->cfg.use_backend[b] || probe.key[b][0] == '\0')
+        if (!prov->cfg.use_backend[b] || !probe.usable[b] || !probe.done[b]
+            || probe.transient[b] || !verify_all_locked(b))
+            continue;
+        if (probe.key[b][0] == '\0') {
+            if (have < 0)
+                have = hwaf_probe_registry(&reg);
+            if (have)
+                hwaf_probe_key(backends[b], reg, probe.key[b], sizeof(probe.key[b]));
+        }
+        if (probe.key[b][0] == '\0')
             continue;
         p += sprintf(p, "probe %s %s\n", backends[b]->name, probe.key[b]);
         for (a = 0; a < HWAF_NALGS; a++) {
             hwaf_probe_alg_token(&hwaf_algs[a], tok, sizeof(tok));
             for (d = 0; d < probe.ndrv[b][a]; d++)
-                p += sprintf(p, "driver %s %s %s %d %d %zu\n", backends[b]->name, tok,
-                             probe.drv[b][a][d].name, probe.drv[b][a][d].priority,
-                             probe.drv[b][a][d].hw, probe.drv[b][a][d].req_max);
+                if (probe.kat[b][a][d] == HWAF_KAT_PASSED)
+                    p += sprintf(p, "driver %s %s %s %d %d %zu\n", backends[b]->name, tok,
+                                 probe.drv[b][a][d].name, probe.drv[b][a][d].priority,
+                                 probe.drv[b][a][d].hw, probe.drv[b][a][d].req_max);
         }
     }
+    return t;
+}
+
+/* prov's HWAF_PARAM_PROBE, built at the first request; NULL when out of memory. */
+static const char *probe_text_get(hwaf_prov *prov)
+{
+    char *t = __atomic_load_n(&prov->probe_text, __ATOMIC_ACQUIRE);
+
+    if (t != NULL)
+        return t;
+    probe_lock();
+    if ((t = prov->probe_text) == NULL) {
+        t = probe_text(prov);
+        __atomic_store_n(&prov->probe_text, t, __ATOMIC_RELEASE);
+    }
+    probe_unlock();
     return t;
 }
 
@@ -698,9 +839,10 @@ static void describe_backends(hwaf_prov *prov)
         else
             snprintf(prov->be_status[b], sizeof(prov->be_status[b]),
                      "usable, %d of %d algorithms offered%s", n, HWAF_NALGS,
-                     probe.cached[b] ? " (probe result cached)" : "");
+                     probe.cached[b] ? " (probe result cached)"
+                     : prov->cfg.known_answers == HWAF_KAT_AT_FIRST_USE
+                     ? " (known answers at first use)" : "");
     }
-    prov->probe_text = probe_text(prov);
     /* buildinfo is what `openssl list -providers -verbose` prints: the
      * backend status, the configuration in effect, the offload
      * thresholds and the request limits (one line each, joined by ';') go
@@ -739,6 +881,7 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (prov == NULL)
         return 0;
     prov->handle = handle;
+    prov->verify = probe_verify;
     if (get_libctx != NULL)
         prov->libctx = (OSSL_LIB_CTX *)get_libctx(handle);
     if (!hwaf_config_load(handle, in, prov, &prov->cfg))
@@ -751,6 +894,14 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     hwaf_sandbox_init();
     probe_lock();
     probe_kernel(&prov->cfg);
+    if (prov->cfg.known_answers == HWAF_KAT_AT_LOAD) {
+        int b;
+
+        /* drivers an earlier load in this process left for first use */
+        for (b = 0; b < HWAF_BE_COUNT; b++)
+            if (prov->cfg.use_backend[b] && probe.usable[b])
+                verify_all_locked(b);
+    }
     if (!build_tables(prov)) {
         probe_unlock();
         HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
@@ -758,7 +909,7 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     }
     describe_backends(prov);
     probe_unlock();
-    if (prov->buildinfo == NULL || prov->probe_text == NULL)
+    if (prov->buildinfo == NULL)
         goto err;
     *out = prov_dispatch;
     *provctx = prov;

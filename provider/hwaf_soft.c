@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
+#include "hwaf_local.h"
 #include "hwaf_soft.h"
 #include "hwaf_err.h"
 #include "hwaf_debug.h"
@@ -131,6 +132,28 @@ void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t)
     t->shortages = hwaf_sys_transient_count();
     t->refusals = hwaf_sandbox_refusals_here();
     t->marked = impl->soft != NULL && hwaf_err_mark(impl->prov);
+    t->kat_failed = 0;
+}
+
+int hwaf_open_verify(const hwaf_impl *impl, hwaf_open_try *t)
+{
+    int v = hwaf_impl_verify(impl);
+
+    if (v == HWAF_KAT_PASSED)
+        return 1;
+    if (v == HWAF_KAT_FAILED) {
+        t->kat_failed = 1;
+        HWAF_RAISE(impl->prov, HWAF_R_KNOWN_ANSWER_FAILED, "%s driver %s (%s)",
+                   impl->be->name, impl->drv.name, impl->alg->kname);
+    }
+    return 0;
+}
+
+/* The context must use the kernel: hwaf-offload = 1, or offload_min 0. */
+static int forced(const hwaf_impl *impl, int force)
+{
+    return force == HWAF_OFFLOAD_KERNEL
+           || (force == HWAF_OFFLOAD_AUTO && impl->offload_min == 0);
 }
 
 static void open_done(const hwaf_impl *impl, hwaf_open_try *t)
@@ -155,6 +178,13 @@ int hwaf_open_backoff(const hwaf_impl *impl, int force)
     /* the implementation's own back-off state, shared by its contexts */
     hwaf_impl *m = (hwaf_impl *)impl;
 
+    /* a driver that failed its known answer: software, no open (counted) */
+    if (__atomic_load_n(&m->kat, __ATOMIC_RELAXED) == HWAF_KAT_FAILED) {
+        if (impl->soft == NULL || forced(impl, force))
+            return 0;   /* the open path raises the reason */
+        hwaf_stats_add_fallback(HWAF_FALLBACK_KNOWN_ANSWER);
+        return 1;
+    }
     if (__atomic_load_n(&m->fd_backoff.skip, __ATOMIC_RELAXED) <= 0
         || impl->soft == NULL || force == HWAF_OFFLOAD_KERNEL)
         return 0;
@@ -186,6 +216,18 @@ int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force)
 {
     int reason, err = 0;
 
+    if (t->kat_failed) {
+        if (!t->marked || forced(impl, force)) {
+            open_done(impl, t);
+            return 0;
+        }
+        hwaf_err_mark_drop(impl->prov, 1);
+        t->marked = 0;
+        hwaf_stats_add_fallback(HWAF_FALLBACK_KNOWN_ANSWER);
+        HWAF_DEBUG("dispatch: %s via %s: the driver failed its known answer; served in "
+                   "software instead", impl->alg->kname, impl->drv.name);
+        return 1;
+    }
     if (hwaf_sandbox_refusals_here() != t->refusals) {
         reason = HWAF_FALLBACK_SANDBOX;
     } else if (hwaf_sys_transient_count() != t->shortages

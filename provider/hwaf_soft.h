@@ -153,13 +153,14 @@ static inline size_t hwaf_hold_threshold(const hwaf_impl *impl, int force)
 /*
  * When a kernel object cannot be had: a context with a software twin whose
  * kernel session or hash cannot be opened because the process is out of
- * descriptors (EMFILE, ENFILE) or a sandbox installed since load forbids
- * kernel calls (hwaf_sandbox.c) is served in software instead, counted
+ * descriptors (EMFILE, ENFILE), a sandbox installed since load forbids
+ * kernel calls (hwaf_sandbox.c) or the driver failed its known answer
+ * (hwaf_open_verify) is served in software instead, counted
  * (HWAF_PARAM_FALLBACKS_*) and logged.  Around the backend's open:
  *
  *   hwaf_open_try t;
  *   hwaf_open_begin(impl, &t);
- *   ok = impl->be->cipher_open(...);
+ *   ok = hwaf_open_verify(impl, &t) && impl->be->cipher_open(...);
  *   if (ok) hwaf_open_end(impl, &t)
  *   else if (hwaf_open_fallback(impl, &t, force)) -> use impl->soft
  *   else -> errors, if any, stay raised
@@ -188,8 +189,22 @@ int hwaf_open_backoff(const hwaf_impl *impl, int force);
 typedef struct hwaf_open_try_st {
     unsigned long shortages, refusals;  /* this thread's, at begin */
     int marked;
+    int kat_failed;   /* the driver failed its known answer */
 } hwaf_open_try;
 void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t);
+/*
+ * Between hwaf_open_begin() and the backend's open: the driver's known
+ * answer (hwaf_probe_verify; with known_answers = first_use it runs here,
+ * once per process).  1: open; 0: do not, errors raised -- the driver
+ * failed it ("kernel driver failed its known answer"), or it could not run
+ * for a shortage or in a sandbox -- and hwaf_open_fallback() decides as
+ * after a failed open.  A driver that failed it is not used for the rest
+ * of the process: its contexts are served in software, counted
+ * (HWAF_PARAM_FALLBACKS_KNOWN_ANSWER), unless forced to the kernel
+ * (HWAF_OFFLOAD_KERNEL, or offload_min 0), where the operation fails with
+ * that reason.  Costs one atomic load once the answer is known.
+ */
+int hwaf_open_verify(const hwaf_impl *impl, hwaf_open_try *t);
 void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t);
 int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force);
 

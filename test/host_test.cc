@@ -173,7 +173,7 @@ TEST_F(HostConfig, ConfigurationInEffectShowsEveryKey)
     EXPECT_EQ(cfg, "backends = afalg devcrypto; prefer = auto; allow_software = yes; "
                    "hw_drivers = ; sw_drivers = ; debug = no; zerocopy = auto; "
                    "zerocopy_min = 65536; policy = throughput; offload_min = 0; calibration = ; "
-                   "request_max = auto");
+                   "request_max = auto; known_answers = first_use");
     LibCtx req(make_config("request_max = 8192, virtio_crypto_aes_cbc=98304  d=unlimited e=auto\n"));
     ASSERT_TRUE(req.config_ok() && req.hwaf_loaded()) << req.load_errors();
     ASSERT_TRUE(req.prov_param(HWAF_PARAM_CONFIG, &cfg));

@@ -79,10 +79,12 @@
 #define HWAF_PARAM_SOFTWARE_OPS "hwaf-software-ops"         /* uint64 */
 #define HWAF_PARAM_SOFTWARE_BYTES "hwaf-software-bytes"     /* uint64 */
 /* Kernel sessions or hashes that could not be opened, for want of file
- * descriptors (EMFILE, ENFILE) or because a sandbox forbids kernel calls,
+ * descriptors (EMFILE, ENFILE), because a sandbox forbids kernel calls or
+ * because the driver failed its known answer (run at its first use),
  * whose work was computed in software instead. */
 #define HWAF_PARAM_FALLBACKS_DESCRIPTORS "hwaf-fallbacks-descriptors" /* uint64 */
 #define HWAF_PARAM_FALLBACKS_SANDBOX "hwaf-fallbacks-sandbox"         /* uint64 */
+#define HWAF_PARAM_FALLBACKS_KNOWN_ANSWER "hwaf-fallbacks-known-answer" /* uint64 */
 /*
  * One line per offered implementation, in the order of hwaf-algorithms:
  *   "<OpenSSL name> <backend> <kernel driver> offload_min=<bytes|never>

@@ -594,3 +594,32 @@ TEST(ProbeFaults, TransientErrorsNotCachedNotBlamedOnTheKernel)
     EXPECT_EQ(out.find("defect:"), std::string::npos);
     EXPECT_NE(out.find(" 0 defects"), std::string::npos) << "no summary";
 }
+
+/*
+ * Known answers at first use (known_answers = first_use, the default):
+ * hwaf-kat-faults runs SHA2-256 and AES-128-CBC through the test's backend
+ * in processes that never loaded hwaf before, checks that the known answer
+ * runs at the first kernel session and not again (also not in a child
+ * after fork), then fails each call of that known answer with EINVAL (the
+ * driver fails: software, counted, no more system calls, a forced context
+ * fails with "kernel driver failed its known answer", also after fork and
+ * in a new load) and with EMFILE (a shortage: nothing blamed, the kernel
+ * next time).  Every case compares hwaf's bytes with the default provider's.
+ */
+TEST(KnownAnswerFaults, FailureAtFirstUseGoesToSoftwareOrFailsWhenForced)
+{
+    const std::string be = env().backend.empty() ? "afalg" : env().backend;
+    std::string cmd = std::string(HWAF_TEST_KAT_FAULTS) + " '" + module_dir() + "' " + be + " 2>&1";
+    FILE *f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    char buf[4096];
+    while (fgets(buf, sizeof(buf), f) != nullptr) {
+        out += buf;
+        fputs(buf, stderr);
+    }
+    const int rc = pclose(f);
+    EXPECT_EQ(rc, 0) << "hwaf-kat-faults failed";
+    EXPECT_EQ(out.find("defect:"), std::string::npos);
+    EXPECT_NE(out.find(" 0 defects"), std::string::npos) << "no summary";
+}
