@@ -7,7 +7,8 @@
  * Known answers run once per process, so every case is a child forked
  * before hwaf was ever loaded in this process.  Each child loads hwaf from
  * an openssl.cnf naming only BACKEND (afalg or devcrypto) and offload_min
- * = 1024, and runs SHA2-256 and AES-128-CBC over 4096 bytes through hwaf,
+ * = 1024, and runs SHA2-256, AES-128-CBC, AES-128-GCM and HMAC-SHA2-256
+ * over 4096 bytes through hwaf,
  * compared with OpenSSL's default provider:
  *
  * - no fault: the first operation of each makes more system calls than the
@@ -107,15 +108,18 @@ static uint64_t kernel_ops(struct lib *l)
                                                         : HWAF_PARAM_AFALG_OPS);
 }
 
+/* The algorithms: 0 SHA2-256, 1 AES-128-CBC, 2 AES-128-GCM, 3 HMAC-SHA2-256. */
+#define NALGS 4
+
 /* One operation over msg through provider query q; force: hwaf-offload
  * (-1: not set).  1 and out[] filled, or 0. */
-static int run(struct lib *l, int cipher, const char *q, int force, unsigned char *out,
+static int run(struct lib *l, int alg, const char *q, int force, unsigned char *out,
                size_t *outl)
 {
     int off = force, ok = 0;
     OSSL_PARAM p[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &off), OSSL_PARAM_END };
 
-    if (!cipher) {
+    if (alg == 0) {
         EVP_MD *md = EVP_MD_fetch(l->lib, "SHA2-256", q);
         EVP_MD_CTX *c = EVP_MD_CTX_new();
         unsigned int ml = 0;
@@ -125,8 +129,8 @@ static int run(struct lib *l, int cipher, const char *q, int force, unsigned cha
         *outl = ml;
         EVP_MD_CTX_free(c);
         EVP_MD_free(md);
-    } else {
-        EVP_CIPHER *ci = EVP_CIPHER_fetch(l->lib, "AES-128-CBC", q);
+    } else if (alg == 1 || alg == 2) {
+        EVP_CIPHER *ci = EVP_CIPHER_fetch(l->lib, alg == 1 ? "AES-128-CBC" : "AES-128-GCM", q);
         EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
         int l1 = 0, l2 = 0;
 
@@ -135,8 +139,27 @@ static int run(struct lib *l, int cipher, const char *q, int force, unsigned cha
              && EVP_EncryptUpdate(c, out, &l1, msg, LEN)
              && EVP_EncryptFinal_ex(c, out + l1, &l2);
         *outl = (size_t)(l1 + l2);
+        if (ok && alg == 2) {
+            OSSL_PARAM t[] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                                       out + *outl, 16), OSSL_PARAM_END };
+
+            ok = EVP_CIPHER_CTX_get_params(c, t);
+            *outl += 16;
+        }
         EVP_CIPHER_CTX_free(c);
         EVP_CIPHER_free(ci);
+    } else {
+        EVP_MAC *mac = EVP_MAC_fetch(l->lib, "HMAC", q);
+        EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+        OSSL_PARAM mp[] = { OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA2-256", 0),
+                            OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &off), OSSL_PARAM_END };
+
+        if (force < 0)
+            mp[1] = OSSL_PARAM_construct_end();
+        ok = c != NULL && EVP_MAC_init(c, key, sizeof(key), mp)
+             && EVP_MAC_update(c, msg, LEN) && EVP_MAC_final(c, out, outl, 64);
+        EVP_MAC_CTX_free(c);
+        EVP_MAC_free(mac);
     }
     return ok;
 }
@@ -146,13 +169,13 @@ static char hwaf_q[128];
 /* One operation through hwaf, checked against the default provider: 1
  * right; 0 failed (a defect unless may_fail; errors left queued); wrong
  * bytes are always a defect. */
-static int run_checked(struct lib *l, int cipher, const char *what, int may_fail)
+static int run_checked(struct lib *l, int alg, const char *what, int may_fail)
 {
     unsigned char a[LEN + 64], b[LEN + 64];
     size_t al = 0, bl = 0;
-    int ok = run(l, cipher, hwaf_q, -1, a, &al);
+    int ok = run(l, alg, hwaf_q, -1, a, &al);
 
-    if (!run(l, cipher, "provider=default", -1, b, &bl)) {
+    if (!run(l, alg, "provider=default", -1, b, &bl)) {
         defect("%s %s: the default provider failed", backend, what);
         return 0;
     }
@@ -182,7 +205,9 @@ static void driver_of(struct lib *l, const char *name, char *drv, size_t len)
     if (!OSSL_PROVIDER_get_params(l->hwaf, p) || t == NULL)
         return;
     for (s = t; s != NULL && *s != '\0'; s = strchr(s, '\n'), s = s != NULL ? s + 1 : NULL)
-        if (strncmp(s, pre, strlen(pre)) == 0) {
+        if (strncmp(s, pre, strlen(pre)) == 0
+            && (strcmp(name, "HMAC") != 0
+                || memmem(s, strcspn(s, "\n"), "sha256", 6) != NULL)) {
             s += strlen(pre);
             snprintf(drv, len, "%.*s", (int)strcspn(s, " \n"), s);
             return;
@@ -190,24 +215,26 @@ static void driver_of(struct lib *l, const char *name, char *drv, size_t len)
 }
 
 /* hwaf's system calls of one checked operation. */
-static unsigned counted_run(struct lib *l, int cipher, const char *what)
+static unsigned counted_run(struct lib *l, int alg, const char *what)
 {
     unsigned n;
 
     fault_arm(0, FAULT_COUNT, 0);
-    run_checked(l, cipher, what, 0);
+    run_checked(l, alg, what, 0);
     n = fault_calls();
     fault_disarm();
     return n;
 }
 
-static const char *alg_name(int cipher)
+static const char *alg_name(int alg)
 {
-    return cipher ? "AES-128-CBC" : "SHA2-256";
+    static const char *const n[NALGS] = { "SHA2-256", "AES-128-CBC", "AES-128-GCM", "HMAC" };
+
+    return n[alg];
 }
 
 /* The reference: no fault.  Writes the first and steady call counts. */
-static int reference(int cipher, unsigned *first, unsigned *steady)
+static int reference(int alg, unsigned *first, unsigned *steady)
 {
     struct lib l;
     uint64_t ops;
@@ -219,60 +246,60 @@ static int reference(int cipher, unsigned *first, unsigned *steady)
         return 0;
     }
     ops = kernel_ops(&l);
-    *first = counted_run(&l, cipher, "first operation");
+    *first = counted_run(&l, alg, "first operation");
     for (unsigned i = 1; i <= *first && fault_call_name(i) != NULL; i++)
         printf("%s%s", i > 1 ? " " : "first operation's calls: ", fault_call_name(i));
     printf("\n");
-    *steady = counted_run(&l, cipher, "second operation");
+    *steady = counted_run(&l, alg, "second operation");
     if (kernel_ops(&l) <= ops)
-        defect("%s %s: no work reached the kernel", backend, alg_name(cipher));
+        defect("%s %s: no work reached the kernel", backend, alg_name(alg));
     if (*first <= *steady)
         defect("%s %s: the first operation made %u calls, the next %u: no known answer "
-               "at first use", backend, alg_name(cipher), *first, *steady);
+               "at first use", backend, alg_name(alg), *first, *steady);
     if (counter(&l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER) != 0)
-        defect("%s %s: a passing driver counted as failed", backend, alg_name(cipher));
+        defect("%s %s: a passing driver counted as failed", backend, alg_name(alg));
     fflush(NULL);
     if ((pid = fork()) == 0) {
         unsigned n;
 
         defects = 0;   /* the child's own */
-        n = counted_run(&l, cipher, "operation in a child after fork");
+        n = counted_run(&l, alg, "operation in a child after fork");
 
         /* the child checks its sandbox state again (a few calls), but
          * does not repeat the known answer */
         if (n >= *first)
             defect("%s %s: a child after fork made %u calls, the first operation %u "
                    "and the next %u: the known answer ran again", backend,
-                   alg_name(cipher), n, *first, *steady);
+                   alg_name(alg), n, *first, *steady);
         _exit(defects ? 1 : 0);
     }
     if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        defect("%s %s: the child after fork failed (status %#x)", backend, alg_name(cipher),
+        defect("%s %s: the child after fork failed (status %#x)", backend, alg_name(alg),
                st);
     lib_close(&l);
     return 1;
 }
 
 /* After the driver failed its known answer (in this process or its parent). */
-static void check_failed(struct lib *l, int cipher, const char *where)
+static void check_failed(struct lib *l, int alg, const char *where)
 {
     unsigned char out[LEN + 64];
     size_t outl;
     uint64_t fb = counter(l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER);
-    unsigned n = counted_run(l, cipher, "operation after a failed known answer");
+    unsigned n = counted_run(l, alg, "operation after a failed known answer");
     unsigned long e;
     int seen = 0;
 
     if (n != 0)
         defect("%s %s %s: %u system calls for a driver that failed its known answer",
-               backend, alg_name(cipher), where, n);
+               backend, alg_name(alg), where, n);
     if (counter(l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER) != fb + 1)
         defect("%s %s %s: the software fallback was not counted", backend,
-               alg_name(cipher), where);
+               alg_name(alg), where);
     ERR_clear_error();
-    if (run(l, cipher, hwaf_q, 1, out, &outl))
+    if (run(l, alg, hwaf_q, 1, out, &outl))
         defect("%s %s %s: a context forced to the kernel succeeded on a driver that "
-               "failed its known answer", backend, alg_name(cipher), where);
+               "failed its known answer", backend, alg_name(alg), where);
     while ((e = ERR_get_error()) != 0) {
         const char *r = ERR_reason_error_string(e);
 
@@ -280,12 +307,12 @@ static void check_failed(struct lib *l, int cipher, const char *where)
     }
     if (!seen)
         defect("%s %s %s: the forced context's error does not say the driver failed its "
-               "known answer", backend, alg_name(cipher), where);
+               "known answer", backend, alg_name(alg), where);
 }
 
 /* The k-th call of the first operation fails with err.  Returns 1 when the
  * driver failed its known answer, 0 when not, -1 on a defect. */
-static int fault_case(int cipher, unsigned k, int err, unsigned steady)
+static int fault_case(int alg, unsigned k, int err, unsigned steady)
 {
     struct lib l, l2;
     uint64_t fb, ops;
@@ -299,14 +326,14 @@ static int fault_case(int cipher, unsigned k, int err, unsigned steady)
         defect("%s: hwaf does not load", backend);
         return -1;
     }
-    snprintf(what, sizeof(what), "%s with call %u failing (%s)", alg_name(cipher), k,
+    snprintf(what, sizeof(what), "%s with call %u failing (%s)", alg_name(alg), k,
              strerror(err));
-    driver_of(&l, alg_name(cipher), drv, sizeof(drv));
+    driver_of(&l, alg_name(alg), drv, sizeof(drv));
     fault_arm(k, FAULT_ERRNO, err);
     /* A fault in the session's own open (after the known answer passed)
      * may fail the operation (the Faults suite covers those); a failed
      * known answer must not. */
-    ok = run_checked(&l, cipher, what, 1);
+    ok = run_checked(&l, alg, what, 1);
     fault_disarm();
     ERR_clear_error();
     fb = counter(&l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER);
@@ -319,16 +346,16 @@ static int fault_case(int cipher, unsigned k, int err, unsigned steady)
         if (failed)
             defect("%s %s: a shortage blamed on the driver", backend, what);
         ops = kernel_ops(&l);
-        n = counted_run(&l, cipher, "operation after the shortage");
+        n = counted_run(&l, alg, "operation after the shortage");
         if (kernel_ops(&l) <= ops)
             defect("%s %s: the next operation did not reach the kernel", backend, what);
         (void)n;
     } else if (failed) {
-        check_failed(&l, cipher, what);
+        check_failed(&l, alg, what);
         fflush(NULL);
         if ((pid = fork()) == 0) {
             defects = 0;
-            check_failed(&l, cipher, "in a child after fork");
+            check_failed(&l, alg, "in a child after fork");
             _exit(defects ? 1 : 0);
         }
         if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -338,7 +365,7 @@ static int fault_case(int cipher, unsigned k, int err, unsigned steady)
         if (lib_open(&l2)) {
             char drv2[256];
 
-            driver_of(&l2, alg_name(cipher), drv2, sizeof(drv2));
+            driver_of(&l2, alg_name(alg), drv2, sizeof(drv2));
             if (drv[0] == '\0' || strcmp(drv, drv2) == 0)
                 defect("%s %s: a new load offers the failed driver '%s'", backend, what, drv);
         } else {
@@ -353,7 +380,7 @@ static int fault_case(int cipher, unsigned k, int err, unsigned steady)
 
 /* Run fn in a child under an alarm; its exit status: 0 ok, 1 defect,
  * 2 known answer failed without defect. */
-static int child_case(int cipher, unsigned k, int err, unsigned steady)
+static int child_case(int alg, unsigned k, int err, unsigned steady)
 {
     pid_t pid;
     int st = 0;
@@ -364,12 +391,12 @@ static int child_case(int cipher, unsigned k, int err, unsigned steady)
 
         defects = 0;
         alarm(60);
-        r = fault_case(cipher, k, err, steady);
+        r = fault_case(alg, k, err, steady);
         _exit(r < 0 ? 1 : r == 1 ? 2 : 0);
     }
     if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
         defect("%s %s call %u %s: the case did not end (status %d)", backend,
-               alg_name(cipher), k, strerror(err), st);
+               alg_name(alg), k, strerror(err), st);
         return -1;
     }
     if (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2)
@@ -377,7 +404,7 @@ static int child_case(int cipher, unsigned k, int err, unsigned steady)
     return WEXITSTATUS(st);
 }
 
-static void reference_child(int cipher, unsigned *first, unsigned *steady)
+static void reference_child(int alg, unsigned *first, unsigned *steady)
 {
     unsigned v[2] = { 0, 0 };
     int fd[2], st = 0;
@@ -390,17 +417,17 @@ static void reference_child(int cipher, unsigned *first, unsigned *steady)
         defects = 0;
         close(fd[0]);
         alarm(60);
-        reference(cipher, &v[0], &v[1]);
+        reference(alg, &v[0], &v[1]);
         if (write(fd[1], v, sizeof(v)) != (ssize_t)sizeof(v))
             _exit(3);
         _exit(defects ? 1 : 0);
     }
     close(fd[1]);
     if (read(fd[0], v, sizeof(v)) != (ssize_t)sizeof(v))
-        defect("%s %s: the reference child wrote nothing", backend, alg_name(cipher));
+        defect("%s %s: the reference child wrote nothing", backend, alg_name(alg));
     close(fd[0]);
     if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        defect("%s %s: the reference child failed", backend, alg_name(cipher));
+        defect("%s %s: the reference child failed", backend, alg_name(alg));
     *first = v[0];
     *steady = v[1];
 }
@@ -409,7 +436,7 @@ int main(int argc, char **argv)
 {
     const char *tmp = getenv("HWAF_TEST_TMPDIR");
     unsigned first = 0, steady = 0, k, cases = 0;
-    int cipher, fails, r;
+    int alg, fails, r;
     size_t i;
     FILE *f;
 
@@ -436,23 +463,23 @@ int main(int argc, char **argv)
                "[d]\nactivate = 1\n[h]\nmodule = %s/hwaf.so\nbackends = %s\n"
                "offload_min = 1024\nactivate = 1\n", module_dir, backend);
     fclose(f);
-    for (cipher = 0; cipher <= 1; cipher++) {
-        reference_child(cipher, &first, &steady);
+    for (alg = 0; alg < NALGS; alg++) {
+        reference_child(alg, &first, &steady);
         printf("%s %s: %u calls at the first operation, %u after\n", backend,
-               alg_name(cipher), first, steady);
+               alg_name(alg), first, steady);
         fails = 0;
         /* The known answer's calls come first, before the session's own. */
         for (k = 1; first > steady && k <= first - steady; k++) {
-            r = child_case(cipher, k, EINVAL, steady);
+            r = child_case(alg, k, EINVAL, steady);
             fails += r == 2;
-            r = child_case(cipher, k, EMFILE, steady);
+            r = child_case(alg, k, EMFILE, steady);
             cases += 2;
         }
         printf("%s %s: the known answer failed in %d of %u cases with EINVAL\n", backend,
-               alg_name(cipher), fails, first > steady ? first - steady : 0);
+               alg_name(alg), fails, first > steady ? first - steady : 0);
         if (fails == 0)
             defect("%s %s: no injected fault made the known answer fail", backend,
-                   alg_name(cipher));
+                   alg_name(alg));
     }
     unlink(cnf_path);
     printf("hwaf-kat-faults: %u cases, %d defects\n", cases, defects);
