@@ -257,6 +257,9 @@ void hwaf_stats_add(int be_index, hwaf_kind kind, size_t bytes);
 void hwaf_stats_add_n(int be_index, hwaf_kind kind, uint64_t ops, uint64_t bytes);
 void hwaf_stats_get(int be_index, uint64_t *ops, uint64_t *bytes);
 void hwaf_stats_get_kind(hwaf_kind kind, uint64_t *ops, uint64_t *bytes);
+/* 1: this thread's kernel work from now on is not counted (a known
+ * answer, hwaf's own check of a driver); 0: counted again. */
+void hwaf_stats_quiet(int on);
 /* Bytes that reached the kernel without a copy (AF_ALG splice path). */
 void hwaf_stats_add_spliced(size_t bytes);
 /* Work computed in software by size-aware dispatch (hwaf_soft.c); _n: ops

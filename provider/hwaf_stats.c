@@ -190,8 +190,19 @@ static void record_maybe(void)
     pthread_mutex_unlock(&record_lock);
 }
 
+/* Set while this thread runs a known answer: hwaf's own work, not its
+ * callers', is not counted. */
+static __thread int stats_quiet;
+
+void hwaf_stats_quiet(int on)
+{
+    stats_quiet = on;
+}
+
 void hwaf_stats_add_n(int be, hwaf_kind kind, uint64_t ops, uint64_t bytes)
 {
+    if (stats_quiet)
+        return;
     __atomic_add_fetch(&stat_ops[be], ops, __ATOMIC_RELAXED);
     __atomic_add_fetch(&stat_bytes[be], bytes, __ATOMIC_RELAXED);
     __atomic_add_fetch(&stat_kind_ops[kind], ops, __ATOMIC_RELAXED);
@@ -219,6 +230,8 @@ void hwaf_stats_get_kind(hwaf_kind kind, uint64_t *ops, uint64_t *bytes)
 
 void hwaf_stats_add_spliced(size_t bytes)
 {
+    if (stats_quiet)
+        return;
     __atomic_add_fetch(&stat_spliced, (uint64_t)bytes, __ATOMIC_RELAXED);
 }
 
