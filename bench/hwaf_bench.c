@@ -1115,6 +1115,15 @@ static int cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+/* Sort v[0..n) (n > 0) and take its median, lowest and highest. */
+static void spread(double *v, int n, double *med, double *lo, double *hi)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+    *med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    *lo = v[0];
+    *hi = v[n - 1];
+}
+
 /*
  * A forced hwaf line (hwaf-afalg*, hwaf-devcrypto*) against its backend's
  * bare loop on the same driver, pass by pass (the lines of a pass took
@@ -1145,11 +1154,8 @@ static void bare_pairs(const bench_set *s, const result *res, const result *runs
     }
     if (n == 0)
         return;
-    qsort(pair, (size_t)n, sizeof(pair[0]), cmp_double);
     r->pairs = n;
-    r->pair_med = n % 2 ? pair[n / 2] : (pair[n / 2 - 1] + pair[n / 2]) / 2;
-    r->pair_lo = pair[0];
-    r->pair_hi = pair[n - 1];
+    spread(pair, n, &r->pair_med, &r->pair_lo, &r->pair_hi);
 }
 
 static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
@@ -1325,20 +1331,12 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
                 r->pair_hi = bp[i].pair_hi;
             }
             if (i == auto_i && pairs > 0) {
-                qsort(pair, (size_t)pairs, sizeof(pair[0]), cmp_double);
                 r->pairs = pairs;
-                r->pair_med = pairs % 2 ? pair[pairs / 2]
-                                        : (pair[pairs / 2 - 1] + pair[pairs / 2]) / 2;
-                r->pair_lo = pair[0];
-                r->pair_hi = pair[pairs - 1];
+                spread(pair, pairs, &r->pair_med, &r->pair_lo, &r->pair_hi);
             }
             if (i == auto_i && cpairs > 0) {
-                qsort(cpair, (size_t)cpairs, sizeof(cpair[0]), cmp_double);
                 r->cpairs = cpairs;
-                r->cpair_med = cpairs % 2 ? cpair[cpairs / 2]
-                                          : (cpair[cpairs / 2 - 1] + cpair[cpairs / 2]) / 2;
-                r->cpair_lo = cpair[0];
-                r->cpair_hi = cpair[cpairs - 1];
+                spread(cpair, cpairs, &r->cpair_med, &r->cpair_lo, &r->cpair_hi);
             }
         }
         free(runs);

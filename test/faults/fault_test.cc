@@ -566,6 +566,27 @@ INSTANTIATE_TEST_SUITE_P(All, Faults, ::testing::ValuesIn(all_algs()),
 } // namespace
 
 /*
+ * Run a fault program (one forked child per case, each case's verdict on
+ * its output); it must exit 0, report no defect and end with its summary.
+ * Its output is echoed to stderr.
+ */
+static void expect_no_defects(const std::string &cmd, const char *program)
+{
+    FILE *f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    char buf[4096];
+    while (fgets(buf, sizeof(buf), f) != nullptr) {
+        out += buf;
+        fputs(buf, stderr);
+    }
+    const int rc = pclose(f);
+    EXPECT_EQ(rc, 0) << program << " failed";
+    EXPECT_EQ(out.find("defect:"), std::string::npos);
+    EXPECT_NE(out.find(" 0 defects"), std::string::npos) << "no summary";
+}
+
+/*
  * Faults during the load-time probe: hwaf-probe-faults (probe_faults.c)
  * fails each call of the probe in turn with EMFILE, ENFILE, ENOMEM, EINTR,
  * EAGAIN, EINVAL and EFAULT, each in a process that never loaded hwaf
@@ -581,18 +602,7 @@ TEST(ProbeFaults, TransientErrorsNotCachedNotBlamedOnTheKernel)
     const char *s = getenv("HWAF_PROBE_FAULTS_STRIDE");
     std::string cmd = std::string(HWAF_TEST_PROBE_FAULTS) + " '" + module_dir() + "' "
                       + (s != nullptr ? s : "61") + " 2>&1";
-    FILE *f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string out;
-    char buf[4096];
-    while (fgets(buf, sizeof(buf), f) != nullptr) {
-        out += buf;
-        fputs(buf, stderr);
-    }
-    const int rc = pclose(f);
-    EXPECT_EQ(rc, 0) << "hwaf-probe-faults failed";
-    EXPECT_EQ(out.find("defect:"), std::string::npos);
-    EXPECT_NE(out.find(" 0 defects"), std::string::npos) << "no summary";
+    expect_no_defects(cmd, "hwaf-probe-faults");
 }
 
 /*
@@ -610,16 +620,5 @@ TEST(KnownAnswerFaults, FailureAtFirstUseGoesToSoftwareOrFailsWhenForced)
 {
     const std::string be = env().backend.empty() ? "afalg" : env().backend;
     std::string cmd = std::string(HWAF_TEST_KAT_FAULTS) + " '" + module_dir() + "' " + be + " 2>&1";
-    FILE *f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string out;
-    char buf[4096];
-    while (fgets(buf, sizeof(buf), f) != nullptr) {
-        out += buf;
-        fputs(buf, stderr);
-    }
-    const int rc = pclose(f);
-    EXPECT_EQ(rc, 0) << "hwaf-kat-faults failed";
-    EXPECT_EQ(out.find("defect:"), std::string::npos);
-    EXPECT_NE(out.find(" 0 defects"), std::string::npos) << "no summary";
+    expect_no_defects(cmd, "hwaf-kat-faults");
 }
