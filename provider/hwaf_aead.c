@@ -549,8 +549,7 @@ static int aead_init(hwaf_aead_ctx *ctx, const unsigned char *key, size_t keylen
         /* A context that goes to the kernel whatever the size opens its
          * session now, so that a bad key or a missing driver shows at init;
          * others when a message first needs it. */
-        if ((kernel_only(ctx)
-             || (ctx->offload == HWAF_OFFLOAD_AUTO && ctx->impl->offload_min == 0))
+        if ((kernel_only(ctx) || hwaf_offload_forced(ctx->impl, ctx->offload))
             && be_get(ctx) == NULL && !ctx->soft_only) {
             ctx->failed = 1;
             return 0;

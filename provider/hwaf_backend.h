@@ -73,7 +73,7 @@ typedef struct hwaf_impl_st {
     size_t zerocopy_min;  /* ...for operations of at least this many bytes */
     void *be_data;        /* the backend's own, per implementation */
     int kat;              /* the driver's known answer, HWAF_KAT_*: read and
-                           * written atomically (hwaf_probe_verify) */
+                           * written atomically (hwaf_impl_verify) */
     /* Size-aware dispatch (hwaf_soft.h): operations of at least offload_min
      * bytes go to the kernel, smaller ones to soft, the same algorithm in
      * OpenSSL's default provider.  SIZE_MAX: never offload; 0: always. */

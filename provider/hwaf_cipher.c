@@ -337,8 +337,7 @@ static int be_open_or_soft(hwaf_cipher_ctx *ctx)
 /* Open the kernel session at init, or only when an operation needs it. */
 static int eager(const hwaf_cipher_ctx *ctx)
 {
-    return ctx->impl->soft == NULL || ctx->offload == HWAF_OFFLOAD_KERNEL
-           || (ctx->offload == HWAF_OFFLOAD_AUTO && ctx->impl->offload_min == 0);
+    return ctx->impl->soft == NULL || hwaf_offload_forced(ctx->impl, ctx->offload);
 }
 
 /* ---- the modes ---- */

@@ -30,7 +30,7 @@ static const hwaf_backend *const backends[HWAF_BE_COUNT] = {
  * provider load first enables it): which backends work and, per backend
  * and algorithm, the drivers that bind, and each one's known answer: run
  * by the probe with known_answers = load, else at the driver's first use
- * (hwaf_probe_verify).
+ * (hwaf_impl_verify).
  *
  * A probe during which a system call failed for want of resources
  * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN: see hwaf_sys_error) says nothing
@@ -46,7 +46,7 @@ static struct {
     int ndrv[HWAF_BE_COUNT][HWAF_NALGS];
     /* Each driver's known answer: HWAF_KAT_UNKNOWN until it has run (with
      * known_answers = first_use, at the first kernel session or hash of
-     * the driver: hwaf_probe_verify), then HWAF_KAT_PASSED or
+     * the driver: hwaf_impl_verify), then HWAF_KAT_PASSED or
      * HWAF_KAT_FAILED for the rest of the process. */
     signed char kat[HWAF_BE_COUNT][HWAF_NALGS][MAX_DRIVERS];
     int cached[HWAF_BE_COUNT];     /* the result came from the calibration file */
@@ -286,6 +286,24 @@ static void probe_kernel(const hwaf_config *cfg)
 }
 
 /*
+ * The verdict of one run of the known answer through drv: HWAF_KAT_PASSED,
+ * HWAF_KAT_FAILED, or HWAF_KAT_UNKNOWN when it could not run for a passing
+ * shortage (hwaf_sys_error) or in a sandbox.  Errors raised on prov (none
+ * when NULL).
+ */
+static int known_answer_verdict(hwaf_prov *prov, const hwaf_backend *be,
+                                const hwaf_alg *alg, const hwaf_driver *drv)
+{
+    unsigned long shortages = hwaf_sys_transient_count();
+    uint64_t refusals = hwaf_sandbox_refusals();
+
+    if (known_answer(prov, be, alg, drv))
+        return HWAF_KAT_PASSED;
+    return hwaf_sys_transient_count() != shortages || hwaf_sandbox_refusals() != refusals
+           ? HWAF_KAT_UNKNOWN : HWAF_KAT_FAILED;
+}
+
+/*
  * Run the known answer of driver d of backend b and algorithm a unless it
  * has run; the probe's lock held.  Returns its verdict (HWAF_KAT_*), kept
  * for the process, or HWAF_KAT_UNKNOWN when it could not run for a passing
@@ -294,24 +312,21 @@ static void probe_kernel(const hwaf_config *cfg)
  */
 static int verify_locked(hwaf_prov *prov, int b, int a, int d)
 {
-    unsigned long shortages = hwaf_sys_transient_count();
-    uint64_t refusals = hwaf_sandbox_refusals();
-    int ok;
+    int v;
 
     if (probe.kat[b][a][d] != HWAF_KAT_UNKNOWN)
         return probe.kat[b][a][d];
-    ok = known_answer(prov, backends[b], &hwaf_algs[a], &probe.drv[b][a][d]);
-    if (!ok && (hwaf_sys_transient_count() != shortages
-                || hwaf_sandbox_refusals() != refusals)) {
+    v = known_answer_verdict(prov, backends[b], &hwaf_algs[a], &probe.drv[b][a][d]);
+    if (v == HWAF_KAT_UNKNOWN) {
         HWAF_DEBUG("known answer: %s %s driver %s could not run (a passing shortage or "
                    "a sandbox): tried again at its next use", backends[b]->name,
                    hwaf_algs[a].kname, probe.drv[b][a][d].name);
         return HWAF_KAT_UNKNOWN;
     }
-    probe.kat[b][a][d] = ok ? HWAF_KAT_PASSED : HWAF_KAT_FAILED;
+    probe.kat[b][a][d] = (signed char)v;
     HWAF_DEBUG("known answer: %s %s driver %s %s", backends[b]->name, hwaf_algs[a].kname,
                probe.drv[b][a][d].name,
-               ok ? "passes" : "fails: not used for the rest of the process");
+               v == HWAF_KAT_PASSED ? "passes" : "fails: not used for the rest of the process");
     return probe.kat[b][a][d];
 }
 
@@ -327,32 +342,22 @@ static int verify_all_locked(int b)
     return all;
 }
 
-/* hwaf_verify_fn (prov->verify): the first answer for impl. */
+/* hwaf_verify_fn (prov->verify): the first answer for impl, whose own
+ * verdict hwaf_impl_verify found unknown. */
 static int probe_verify(const hwaf_impl *impl)
 {
     hwaf_impl *m = (hwaf_impl *)impl;
-    int v = __atomic_load_n(&m->kat, __ATOMIC_ACQUIRE);
-    int a = (int)(impl->alg - hwaf_algs), b = impl->be_index, d;
+    int a = (int)(impl->alg - hwaf_algs), b = impl->be_index, d, v;
 
-    if (v != HWAF_KAT_UNKNOWN)
-        return v;
     probe_lock();
     /* The probe's list, by name: a later load's probe (after a passing
      * shortage) may have listed it again, at another place. */
     for (d = 0; d < probe.ndrv[b][a]; d++)
         if (strcmp(probe.drv[b][a][d].name, impl->drv.name) == 0)
             break;
-    if (d < probe.ndrv[b][a]) {
-        v = verify_locked(impl->prov, b, a, d);
-    } else {
-        unsigned long shortages = hwaf_sys_transient_count();
-        uint64_t refusals = hwaf_sandbox_refusals();
-
-        /* Gone from the list: verified for this implementation alone. */
-        v = known_answer(impl->prov, impl->be, impl->alg, &impl->drv) ? HWAF_KAT_PASSED
-            : hwaf_sys_transient_count() != shortages || hwaf_sandbox_refusals() != refusals
-            ? HWAF_KAT_UNKNOWN : HWAF_KAT_FAILED;
-    }
+    /* Gone from the list: verified for this implementation alone. */
+    v = d < probe.ndrv[b][a] ? verify_locked(impl->prov, b, a, d)
+        : known_answer_verdict(impl->prov, impl->be, impl->alg, &impl->drv);
     probe_unlock();
     if (v != HWAF_KAT_UNKNOWN)
         __atomic_store_n(&m->kat, v, __ATOMIC_RELEASE);

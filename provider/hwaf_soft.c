@@ -149,13 +149,6 @@ int hwaf_open_verify(const hwaf_impl *impl, hwaf_open_try *t)
     return 0;
 }
 
-/* The context must use the kernel: hwaf-offload = 1, or offload_min 0. */
-static int forced(const hwaf_impl *impl, int force)
-{
-    return force == HWAF_OFFLOAD_KERNEL
-           || (force == HWAF_OFFLOAD_AUTO && impl->offload_min == 0);
-}
-
 static void open_done(const hwaf_impl *impl, hwaf_open_try *t)
 {
     if (t->marked)
@@ -180,7 +173,7 @@ int hwaf_open_backoff(const hwaf_impl *impl, int force)
 
     /* a driver that failed its known answer: software, no open (counted) */
     if (__atomic_load_n(&m->kat, __ATOMIC_RELAXED) == HWAF_KAT_FAILED) {
-        if (impl->soft == NULL || forced(impl, force))
+        if (impl->soft == NULL || hwaf_offload_forced(impl, force))
             return 0;   /* the open path raises the reason */
         hwaf_stats_add_fallback(HWAF_FALLBACK_KNOWN_ANSWER);
         return 1;
@@ -217,7 +210,7 @@ int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force)
     int reason, err = 0;
 
     if (t->kat_failed) {
-        if (!t->marked || forced(impl, force)) {
+        if (!t->marked || hwaf_offload_forced(impl, force)) {
             open_done(impl, t);
             return 0;
         }

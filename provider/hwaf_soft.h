@@ -133,6 +133,14 @@ static inline int hwaf_offload(const hwaf_impl *impl, int force, size_t n)
     return n >= impl->offload_min;
 }
 
+/* 1: every operation of the context goes to the kernel by choice
+ * (hwaf-offload = 1, or offload_min 0 under auto). */
+static inline int hwaf_offload_forced(const hwaf_impl *impl, int force)
+{
+    return force == HWAF_OFFLOAD_KERNEL
+           || (force == HWAF_OFFLOAD_AUTO && impl->offload_min == 0);
+}
+
 /*
  * For a stream whose state cannot move from software to the kernel (a
  * digest, an HMAC): the most to hold back before the kernel takes it.
@@ -194,7 +202,7 @@ typedef struct hwaf_open_try_st {
 void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t);
 /*
  * Between hwaf_open_begin() and the backend's open: the driver's known
- * answer (hwaf_probe_verify; with known_answers = first_use it runs here,
+ * answer (hwaf_impl_verify; with known_answers = first_use it runs here,
  * once per process).  1: open; 0: do not, errors raised -- the driver
  * failed it ("kernel driver failed its known answer"), or it could not run
  * for a shortage or in a sandbox -- and hwaf_open_fallback() decides as
