@@ -303,6 +303,11 @@ int main(int argc, char **argv)
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_CONFIG, (char **)&config, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_THRESHOLDS, (char **)&thresholds, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_REQUEST_MAX, (char **)&reqmax, 0),
+        OSSL_PARAM_END
+    };
+    /* Asked for only when calibrating: hwaf builds it at the first request,
+     * after running every known answer not run yet. */
+    OSSL_PARAM probe_param[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_PROBE, (char **)&probed, 0),
         OSSL_PARAM_END
     };
@@ -363,7 +368,8 @@ int main(int argc, char **argv)
         ERR_print_errors_fp(stderr);
         return 2;
     }
-    if (!OSSL_PROVIDER_get_params(hwaf, p)) {
+    if (!OSSL_PROVIDER_get_params(hwaf, p)
+        || (calibrate && !OSSL_PROVIDER_get_params(hwaf, probe_param))) {
         ERR_print_errors_fp(stderr);
         return 2;
     }
