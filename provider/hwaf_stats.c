@@ -112,6 +112,7 @@ static void record_write_locked(void)
                  "devcrypto_ops=%llu devcrypto_bytes=%llu afalg_spliced_bytes=%llu "
                  "software_ops=%llu software_bytes=%llu "
                  "sandbox_refusals=%llu fallbacks_descriptors=%llu fallbacks_sandbox=%llu "
+                 "fallbacks_known_answer=%llu "
                  "cipher_ops=%llu cipher_bytes=%llu digest_ops=%llu digest_bytes=%llu "
                  "aead_ops=%llu aead_bytes=%llu mac_ops=%llu mac_bytes=%llu\n",
                  (int)record_pid, program_invocation_short_name,
@@ -126,6 +127,8 @@ static void record_write_locked(void)
                                       - record_base_fallbacks[HWAF_FALLBACK_DESCRIPTORS]),
                  (unsigned long long)(hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX)
                                       - record_base_fallbacks[HWAF_FALLBACK_SANDBOX]),
+                 (unsigned long long)(hwaf_stats_fallbacks(HWAF_FALLBACK_KNOWN_ANSWER)
+                                      - record_base_fallbacks[HWAF_FALLBACK_KNOWN_ANSWER]),
                  (unsigned long long)kops[HWAF_KIND_CIPHER], (unsigned long long)kbytes[HWAF_KIND_CIPHER],
                  (unsigned long long)kops[HWAF_KIND_DIGEST], (unsigned long long)kbytes[HWAF_KIND_DIGEST],
                  (unsigned long long)kops[HWAF_KIND_AEAD], (unsigned long long)kbytes[HWAF_KIND_AEAD],

@@ -22,7 +22,10 @@
  *   system call at all and is counted, a context forced to the kernel
  *   (hwaf-offload = 1) fails with "kernel driver failed its known answer",
  *   the same holds in a child forked after it, and a new load in the
- *   process does not offer the driver; at least one k must fail it;
+ *   process does not offer the driver; at least one k must fail it; for
+ *   the first such k, once more with HWAF_STATS: the process's record and
+ *   that of a child forked after the failure (counting from zero) carry
+ *   the fallbacks as the parameter does (fallbacks_known_answer);
  * - the same calls failing with EMFILE (a passing shortage): the bytes are
  *   right, nothing is blamed on the driver (hwaf-fallbacks-known-answer 0)
  *   and the next operation runs the known answer again and uses the kernel.
@@ -54,7 +57,7 @@
 #define LEN 4096
 
 static const char *module_dir, *backend;
-static char cnf_path[4096];
+static char cnf_path[4096], stats_dir[4096];
 static unsigned char msg[LEN], key[16], iv[16];
 static int defects;
 
@@ -378,6 +381,79 @@ static int fault_case(int alg, unsigned k, int err, unsigned steady)
     return defects ? -1 : failed;
 }
 
+/* Field key of process pid's HWAF_STATS record (the file removed), or -1
+ * when it has none. */
+static long long record_field(pid_t pid, const char *key)
+{
+    char path[4200], line[1024], pat[64];
+    const char *v;
+    long long r = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/hwaf-stats.%s.%d", stats_dir,
+             program_invocation_short_name, (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -1;
+    snprintf(pat, sizeof(pat), " %s=", key);
+    if (fgets(line, sizeof(line), f) != NULL && (v = strstr(line, pat)) != NULL)
+        r = strtoll(v + strlen(pat), NULL, 10);
+    fclose(f);
+    unlink(path);
+    return r;
+}
+
+/* In a child: the k-th call failing with EINVAL failed the known answer
+ * (fault_case said so); with HWAF_STATS, the records say what the
+ * parameter says, in the process and in a child forked after it. */
+static void stats_case(int alg, unsigned k)
+{
+    unsigned char out[LEN + 64];
+    size_t outl;
+    long long rec;
+    uint64_t fb = 0;
+    struct lib l;
+    pid_t pid, gc;
+    int st = 0;
+
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        defects = 0;
+        alarm(60);
+        setenv("HWAF_STATS", stats_dir, 1);   /* hwaf not loaded in this process yet */
+        if (!lib_open(&l)) {
+            defect("%s: hwaf does not load", backend);
+            _exit(1);
+        }
+        fault_arm(k, FAULT_ERRNO, EINVAL);
+        run(&l, alg, hwaf_q, -1, out, &outl);
+        fault_disarm();
+        run(&l, alg, hwaf_q, -1, out, &outl);
+        fb = counter(&l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER);
+        if (fb < 2)
+            defect("%s %s call %u: hwaf-fallbacks-known-answer %llu after two operations "
+                   "on a driver that failed its known answer", backend, alg_name(alg), k,
+                   (unsigned long long)fb);
+        fflush(NULL);
+        if ((gc = fork()) == 0) {
+            run(&l, alg, hwaf_q, -1, out, &outl);
+            lib_close(&l);   /* writes the child's record */
+            _exit(0);
+        }
+        if (gc < 0 || waitpid(gc, &st, 0) != gc)
+            defect("%s %s: the child after fork did not end", backend, alg_name(alg));
+        else if ((rec = record_field(gc, "fallbacks_known_answer")) != 1)
+            defect("%s %s: a child's HWAF_STATS record has fallbacks_known_answer=%lld after "
+                   "its one operation, not 1", backend, alg_name(alg), rec);
+        lib_close(&l);   /* writes the record */
+        if ((rec = record_field(getpid(), "fallbacks_known_answer")) != (long long)fb)
+            defect("%s %s: the HWAF_STATS record has fallbacks_known_answer=%lld, the "
+                   "parameter %llu", backend, alg_name(alg), rec, (unsigned long long)fb);
+        _exit(defects ? 1 : 0);
+    }
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        defect("%s %s: the HWAF_STATS case failed (status %#x)", backend, alg_name(alg), st);
+}
+
 /* Run fn in a child under an alarm; its exit status: 0 ok, 1 defect,
  * 2 known answer failed without defect. */
 static int child_case(int alg, unsigned k, int err, unsigned steady)
@@ -453,6 +529,7 @@ int main(int argc, char **argv)
         iv[i] = (unsigned char)(0xf0 + i);
     }
     snprintf(hwaf_q, sizeof(hwaf_q), "provider=hwaf,hwaf.backend=%s", backend);
+    snprintf(stats_dir, sizeof(stats_dir), "%s", tmp != NULL ? tmp : "/tmp");
     snprintf(cnf_path, sizeof(cnf_path), "%s/hwaf-kat-faults.%ld.cnf",
              tmp != NULL ? tmp : "/tmp", (long)getpid());
     if ((f = fopen(cnf_path, "w")) == NULL) {
@@ -471,7 +548,10 @@ int main(int argc, char **argv)
         /* The known answer's calls come first, before the session's own. */
         for (k = 1; first > steady && k <= first - steady; k++) {
             r = child_case(alg, k, EINVAL, steady);
-            fails += r == 2;
+            if (r == 2 && fails++ == 0) {
+                stats_case(alg, k);
+                cases++;
+            }
             r = child_case(alg, k, EMFILE, steady);
             cases += 2;
         }
