@@ -705,9 +705,17 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
         }
         if (failed != 0)
             unlink(tmp);
-        else
+        else if (n > 0)
             printf("%d implementations calibrated in %.1f s: %s\n", n, now_wall() - start,
                    outfile);
     }
-    return failed == 0 && n > 0 ? 0 : 1;
+    /* Nothing offered that dispatch serves (e.g. allow_software = no on a
+     * kernel with CPU drivers only): no threshold to measure, and the
+     * file, holding the probe's result, is what a load wants all the same. */
+    if (failed == 0 && n == 0)
+        printf("nothing to calibrate: hwaf offers no implementation here that size-aware "
+               "dispatch serves (afalg: %s; devcrypto: %s); the probe's result written to %s\n",
+               st_afalg != NULL ? st_afalg : "?", st_dc != NULL ? st_dc : "?",
+               outfile != NULL && strcmp(outfile, "-") != 0 ? outfile : "standard output");
+    return failed == 0 ? 0 : 1;
 }

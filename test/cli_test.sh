@@ -309,6 +309,26 @@ policy = $policy"
     grep -q 'afalg: usable, [0-9]* of [0-9]* algorithms offered (probe result cached)' "$tmp/out" &&
         ok "a load with the calibration file takes the probe's result" ||
         bad "a load with the calibration file probed again: $(grep -o 'afalg: [^;]*' "$tmp/out")"
+    # A configuration that leaves dispatch nothing to serve (allow_software
+    # = no and CPU drivers only; with an engine, its implementations are
+    # timed): exit 0 all the same, the file holds the probe's result.
+    write_cnf "calibration = $cal
+allow_software = no"
+    rm -f "$cal"
+    OPENSSL_CONF=$tmp/openssl.cnf check "allow_software = no: hwaf-info --calibrate exits 0" \
+        "$HWAF_INFO" --calibrate --point-seconds 0.002
+    grep -q '^probe afalg [0-9a-f]\{16\}$' "$cal" &&
+        ok "allow_software = no: the file holds the probe's result" ||
+        bad "allow_software = no: no probe result in the file"
+    if grep -v '^#' "$cal" | grep -q -v -e '^hwaf-calibration ' -e '^zerocopy ' -e '^probe ' -e '^driver '; then
+        grep -q 'nothing to calibrate' "$tmp/out" &&
+            bad "allow_software = no: 'nothing to calibrate' with implementations calibrated" ||
+            ok "allow_software = no: hardware implementations calibrated"
+    else
+        grep -q 'nothing to calibrate: hwaf offers no implementation' "$tmp/out" &&
+            ok "allow_software = no: 'nothing to calibrate' said" ||
+            bad "allow_software = no: no implementation calibrated, and not said: $(head -c 300 "$tmp/out")"
+    fi
     # A malformed file refuses the load, naming the file and line.
     printf 'hwaf-calibration 1\nAES-128-CBC afalg x 12kb never\n' >"$cal"
     write_cnf "calibration = $cal"
