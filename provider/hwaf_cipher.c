@@ -726,7 +726,16 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
         if (!(ctx->key_set && CRYPTO_memcmp(ctx->key, key, keylen) == 0
               && (ctx->be != NULL || !eager(ctx)))) {
             be_drop(ctx, ctx->gen != hwaf_fork_generation);
-            sw_drop(ctx);
+            /* The software session is keyed again in place: a caller that
+             * changes the key at every use (OpenSSL's CTR-DRBG, once per
+             * RAND_bytes) pays no free and new of the default provider's
+             * contexts. */
+            if (ctx->sw != NULL) {
+                hwaf_soft_cipher_rekey(ctx->sw, key, keylen);
+                ctx->sw_live = 0;
+            } else {
+                sw_drop(ctx);
+            }
             ctx->key_set = 0;
             memcpy(ctx->key, key, keylen);
             ctx->keylen = keylen;

@@ -369,6 +369,7 @@ void hwaf_soft_impl_free(hwaf_impl *impl)
 struct hwaf_be_cipher_st {
     const hwaf_impl *impl;
     void *c[2];                     /* [enc], created on first use */
+    int rekey[2];                   /* [enc]: c[enc] still has an older key */
     unsigned char key[HWAF_MAX_KEY];
     size_t keylen;
 };
@@ -407,8 +408,13 @@ static void *soft_cipher_ctx(hwaf_be_cipher *s, int enc, const unsigned char *iv
     int ok;
 
     if (s->c[enc] != NULL) {
-        ok = enc ? f->c_einit(s->c[enc], NULL, 0, iv, f->ivlen, NULL)
-                 : f->c_dinit(s->c[enc], NULL, 0, iv, f->ivlen, NULL);
+        const unsigned char *key = s->rekey[enc] ? s->key : NULL;
+        size_t keylen = s->rekey[enc] ? s->keylen : 0;
+
+        ok = enc ? f->c_einit(s->c[enc], key, keylen, iv, f->ivlen, NULL)
+                 : f->c_dinit(s->c[enc], key, keylen, iv, f->ivlen, NULL);
+        if (ok)
+            s->rekey[enc] = 0;
     } else if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
         ok = 0;
     } else {
@@ -434,6 +440,14 @@ static int soft_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv
 int hwaf_soft_cipher_start(hwaf_be_cipher *s, int enc, const unsigned char *iv)
 {
     return soft_cipher_ctx(s, enc, iv) != NULL;
+}
+
+void hwaf_soft_cipher_rekey(hwaf_be_cipher *s, const unsigned char *key, size_t keylen)
+{
+    OPENSSL_cleanse(s->key, sizeof(s->key));
+    memcpy(s->key, key, keylen);
+    s->keylen = keylen;
+    s->rekey[0] = s->rekey[1] = 1;
 }
 
 void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_update_fn **fn,

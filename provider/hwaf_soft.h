@@ -53,6 +53,11 @@ extern const hwaf_backend hwaf_backend_soft_aead_mac;
  *                                        stream goes on
  *   hwaf_soft_cipher_keystream(s, ctr, ks) CTR: the keystream block before
  *                                        counter ctr; ends the stream
+ *   hwaf_soft_cipher_rekey(s, key, keylen) a new key (keylen as at open)
+ *                                        for the streams started after it;
+ *                                        the default provider's contexts
+ *                                        are kept and keyed again at their
+ *                                        next start (no free and new)
  *
  * enc is 1 or 0 (CTR: 1): one stream per direction.  cipher_crypt on the
  * same session ends the stream of its direction.  The mode layer takes the
@@ -67,6 +72,7 @@ void hwaf_soft_cipher_direct(hwaf_be_cipher *s, int enc, OSSL_FUNC_cipher_update
                              void **c);
 int hwaf_soft_cipher_iv(hwaf_be_cipher *s, int enc, unsigned char *iv,
                         unsigned int *num);
+void hwaf_soft_cipher_rekey(hwaf_be_cipher *s, const unsigned char *key, size_t keylen);
 int hwaf_soft_cipher_keystream(hwaf_be_cipher *s, const unsigned char *ctr,
                                unsigned char *ks);
 

@@ -355,6 +355,83 @@ TEST_P(DiffCipher, InPlace)
     }
 }
 
+/*
+ * One context through a run of inits and updates, the key changed along the
+ * way: a key-only init after updates (OpenSSL's CTR-DRBG re-keys so once per
+ * RAND_bytes: the running IV or counter stays), an IV-only init, a new key
+ * and IV in the other direction, and updates of any size the mode takes.
+ * Every init's result, every output and the state after it as the default
+ * provider's.
+ */
+TEST_P(DiffCipher, NewKeysInOneContext)
+{
+    const CipherAlg &a = GetParam();
+    CipherPtr h, d;
+    need_cipher(a.name, &h, &d);
+    if (!h)
+        return;
+    auto new_key = [&]() {
+        Bytes k = random_bytes(a.keylen);
+        if (a.mode == Mode::XTS)
+            k[0] ^= k[a.keylen / 2] ^ 0x5a; /* halves differ */
+        return k;
+    };
+    for (int i = 0; i < iterations(); i++) {
+        CtxPtr ch(EVP_CIPHER_CTX_new()), cd(EVP_CIPHER_CTX_new());
+        Bytes key = new_key(), iv = random_bytes(a.ivlen);
+        int enc = 1;
+        ASSERT_TRUE(EVP_CipherInit_ex2(ch.get(), h.get(), key.data(), iv.data(), enc, nullptr))
+            << error_queue_text();
+        ASSERT_TRUE(EVP_CipherInit_ex2(cd.get(), d.get(), key.data(), iv.data(), enc, nullptr));
+        EVP_CIPHER_CTX_set_padding(ch.get(), 0);
+        EVP_CIPHER_CTX_set_padding(cd.get(), 0);
+        std::ostringstream what;
+        /* Every other run in software whatever the size: the software
+         * session is what a new key keys again in place. */
+        int offload = 0;
+        OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &offload), OSSL_PARAM_construct_end()};
+        if (i % 2 == 0) {
+            ASSERT_TRUE(EVP_CIPHER_CTX_set_params(ch.get(), p)) << error_queue_text();
+            what << "software:";
+        }
+        for (int step = 0; step < 16; step++) {
+            int kind = (int)(rng_() % 4);
+            const unsigned char *k = nullptr, *v = nullptr;
+            if (kind == 0 || kind == 2) {
+                key = new_key();
+                k = key.data();
+            }
+            if (kind == 1 || kind == 2) {
+                iv = random_bytes(a.ivlen);
+                v = iv.data();
+            }
+            if (kind == 2)
+                enc = (int)(rng_() % 2);
+            what << " " << "KVBU"[kind] << enc;
+            if (kind != 3) {
+                int oh = EVP_CipherInit_ex(ch.get(), nullptr, nullptr, k, v, enc);
+                int od = EVP_CipherInit_ex(cd.get(), nullptr, nullptr, k, v, enc);
+                ASSERT_EQ(oh, od) << what.str() << "\n" << error_queue_text();
+                ERR_clear_error();
+            }
+            size_t len = random_size(a.mode == Mode::XTS ? 16 : 0, step % 5 == 0 ? 3000 : 100);
+            if (a.mode == Mode::CBC)
+                len -= len % 16;
+            what << ":" << len;
+            Bytes in = random_bytes(len), oh(len + 16), od(len + 16);
+            int lh = -1, ld = -1;
+            int rh = EVP_CipherUpdate(ch.get(), oh.data(), &lh, in.data(), (int)len);
+            int rd = EVP_CipherUpdate(cd.get(), od.data(), &ld, in.data(), (int)len);
+            ASSERT_EQ(rh, rd) << what.str() << "\n" << error_queue_text();
+            ASSERT_EQ(lh, ld) << what.str();
+            oh.resize((size_t)std::max(lh, 0));
+            od.resize((size_t)std::max(ld, 0));
+            ASSERT_TRUE(oh == od) << what.str() << ": " << first_diff(oh, od);
+            ASSERT_EQ(state(ch.get()), state(cd.get())) << what.str();
+        }
+    }
+}
+
 /* Encrypt with one provider, decrypt with the other, both ways. */
 TEST_P(DiffCipher, CrossProviderRoundTrip)
 {
