@@ -467,11 +467,7 @@ static int is_key(const char *line, size_t kl, const char *key)
     return strlen(key) == kl && memcmp(line, key, kl) == 0;
 }
 
-/*
- * One "key : value" line of /proc/crypto into cur, its key looked at once:
- * the probe reads the registry once per algorithm, a thousand lines and
- * more each time, at every load of the provider.
- */
+/* One "key : value" line of /proc/crypto into cur, its key looked at once. */
 static void reg_line(char *line, afalg_reginfo *cur)
 {
     size_t kl = strcspn(line, " :\n");
@@ -517,18 +513,55 @@ static int type_in(const char *type, const char *types)
     return 0;
 }
 
+/*
+ * The copy of /proc/crypto a probe holds, and where each of its entries
+ * starts (an entry is its lines up to a blank one), found in one pass: the
+ * probe asks about a dozen names, and reading the whole text line by line
+ * for each (through stdio, as this did before) was most of the probe's
+ * user-space instructions.
+ */
 static struct {
     char *text;
     size_t len;
+    size_t *start;
+    int n;
 } registry;
 
 void afalg_registry_release(void)
 {
     char *t = registry.text;
 
-    registry.text = NULL;
-    registry.len = 0;
+    free(registry.start);
+    memset(&registry, 0, sizeof(registry));
     free(t);
+}
+
+static int registry_index(void)
+{
+    const char *p = registry.text, *end = registry.text + registry.len;
+    int cap = 0, first = 1;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl != NULL ? nl : end;
+
+        if (le == p) {
+            first = 1;
+        } else if (first) {
+            if (registry.n == cap) {
+                size_t *v;
+
+                cap = cap != 0 ? cap * 2 : 256;
+                if ((v = realloc(registry.start, (size_t)cap * sizeof(*v))) == NULL)
+                    return -ENOMEM;
+                registry.start = v;
+            }
+            registry.start[registry.n++] = (size_t)(p - registry.text);
+            first = 0;
+        }
+        p = le + 1;
+    }
+    return 0;
 }
 
 int afalg_registry_hold(int refresh)
@@ -539,95 +572,190 @@ int afalg_registry_hold(int refresh)
         return 0;
     afalg_registry_release();
     err = hwaf_sys_read_file("/proc/crypto", 32768, &registry.text, &registry.len);
+    if (err == 0 && (err = -registry_index()) != 0)
+        afalg_registry_release();
     return err != 0 ? hwaf_sys_error(err) : 0;
+}
+
+/*
+ * The entry at p (up to end) into cur when it is name's: 1, else 0, left at
+ * its name line (the first, in every kernel's /proc/crypto) unparsed.
+ */
+static int reg_entry(const char *p, const char *end, const char *name, afalg_reginfo *cur)
+{
+    memset(cur, 0, sizeof(*cur));
+    cur->priority = -1;
+    cur->async = -1;
+    cur->selftest_ok = 1;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = (size_t)((nl != NULL ? nl : end) - p), kl;
+        char line[256], *v;
+
+        if (ll == 0)
+            break;   /* the blank line after the entry */
+        if (ll > sizeof(line) - 1)
+            ll = sizeof(line) - 1;
+        memcpy(line, p, ll);
+        line[ll] = '\0';
+        p += ll + 1;
+        kl = strcspn(line, " :");
+        if (is_key(line, kl, "name") && (v = strchr(line + kl, ':')) != NULL) {
+            for (v++; *v == ' '; v++)
+                ;
+            if (strcmp(v, name) != 0)
+                return 0;
+        }
+        reg_line(line, cur);
+    }
+    return strcmp(cur->name, name) == 0;
 }
 
 int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
                       int max)
 {
-    FILE *f = registry.text != NULL ? fmemopen(registry.text, registry.len, "r")
-                                    : fopen("/proc/crypto", "re");
-    char line[256];
-    afalg_reginfo cur;
-    int n = 0, have = 0, eof = 0;
+    int i, n = 0, err;
 
-    if (f == NULL)
-        return hwaf_sys_error(errno);
-    memset(&cur, 0, sizeof(cur));
-    while (!eof) {
-        eof = fgets(line, sizeof(line), f) == NULL;
-        if (eof || line[0] == '\n') {
-            if (have && n < max && strcmp(cur.name, name) == 0
-                && type_in(cur.type, types) && !cur.internal)
-                out[n++] = cur;
-            memset(&cur, 0, sizeof(cur));
-            have = 0;
-            continue;
-        }
-        if (!have) {
-            cur.priority = -1;
-            cur.async = -1;
-            cur.selftest_ok = 1;
-            have = 1;
-        }
-        /* An entry starts with its name: another algorithm's lines are
-         * skipped unparsed. */
-        if (cur.name[0] == '\0' || strcmp(cur.name, name) == 0)
-            reg_line(line, &cur);
+    if (registry.text == NULL && (err = afalg_registry_hold(0)) != 0)
+        return err;
+    for (i = 0; i < registry.n && n < max; i++) {
+        const char *end = registry.text
+                          + (i + 1 < registry.n ? registry.start[i + 1] : registry.len);
+
+        if (reg_entry(registry.text + registry.start[i], end, name, &out[n])
+            && type_in(out[n].type, types) && !out[n].internal)
+            n++;
     }
-    fclose(f);
     return n;
 }
 
-int afalg_netlink_flags(const char *driver, unsigned int *flags)
+/*
+ * Every driver's flags from one crypto_user dump (CRYPTO_MSG_GETALG with
+ * NLM_F_DUMP), kept while a probe holds them: one socket and a few
+ * receives instead of a socket, a request and a reply per driver.
+ */
+static struct {
+    int held;       /* a dump was asked for since the last release */
+    int err;        /* its error (-errno), 0 when it succeeded */
+    int n, cap;
+    struct nlflag {
+        char driver[CRYPTO_MAX_NAME];
+        unsigned int flags;
+    } *v;
+} nlflags;
+
+void afalg_netlink_release(void)
+{
+    free(nlflags.v);
+    memset(&nlflags, 0, sizeof(nlflags));
+}
+
+/* The entries of one datagram of the dump: 1 at its end (NLMSG_DONE), 0
+ * for more to come, -errno. */
+static int dump_part(const char *buf, size_t len)
+{
+    const struct nlmsghdr *h = (const struct nlmsghdr *)(const void *)buf;
+
+    for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        const struct crypto_user_alg *a;
+        struct nlflag *f;
+
+        if (h->nlmsg_type == NLMSG_DONE)
+            return 1;
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            const struct nlmsgerr *e = NLMSG_DATA(h);
+
+            return NLMSG_PAYLOAD(h, 0) >= sizeof(*e) && e->error != 0 ? e->error : -EIO;
+        }
+        if (h->nlmsg_type != CRYPTO_MSG_GETALG || NLMSG_PAYLOAD(h, 0) < sizeof(*a))
+            return -EIO;
+        a = NLMSG_DATA(h);
+        /* A larval entry stands for an instance being made; a lookup by
+         * driver name (crypto_user's own) passes over it. */
+        if (a->cru_flags & HWAF_CRYPTO_ALG_LARVAL)
+            continue;
+        if (nlflags.n == nlflags.cap) {
+            int cap = nlflags.cap != 0 ? nlflags.cap * 2 : 256;
+            struct nlflag *v = realloc(nlflags.v, (size_t)cap * sizeof(*v));
+
+            if (v == NULL)
+                return -ENOMEM;
+            nlflags.v = v;
+            nlflags.cap = cap;
+        }
+        f = &nlflags.v[nlflags.n++];
+        memcpy(f->driver, a->cru_driver_name, sizeof(f->driver));
+        f->driver[sizeof(f->driver) - 1] = '\0';
+        f->flags = a->cru_flags;
+    }
+    /* Bytes left that make no whole message: a datagram cut short. */
+    return len == 0 ? 0 : -EIO;
+}
+
+static int netlink_dump(void)
 {
     struct {
         struct nlmsghdr h;
         struct crypto_user_alg cru;
     } req;
-    union {
-        char buf[8192];
-        struct nlmsghdr align;
-    } resp;
     struct sockaddr_nl nl;
-    struct nlmsghdr *h;
-    ssize_t n;
-    int fd, err;
+    char *buf;
+    int fd, err = 0;
+    /* A dump's datagram holds at most 64 KiB (crypto_user's own bound). */
+    const size_t cap = 65536 + 4096;
 
-    if (strlen(driver) >= sizeof(req.cru.cru_driver_name))
-        return -ENAMETOOLONG;
     fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_CRYPTO);
     if (fd < 0)
         return hwaf_sys_error(errno);
+    if ((buf = malloc(cap)) == NULL) {
+        close(fd);
+        return hwaf_sys_error(ENOMEM);
+    }
     memset(&nl, 0, sizeof(nl));
     nl.nl_family = AF_NETLINK;
     memset(&req, 0, sizeof(req));
     req.h.nlmsg_len = NLMSG_LENGTH(sizeof(req.cru));
     req.h.nlmsg_type = CRYPTO_MSG_GETALG;
-    req.h.nlmsg_flags = NLM_F_REQUEST;
+    req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
     req.h.nlmsg_seq = 1;
-    strcpy(req.cru.cru_driver_name, driver);
-    if (sendto(fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&nl, sizeof(nl)) < 0) {
-        err = errno;
-        close(fd);
-        return hwaf_sys_error(err);
-    }
-    n = recv(fd, resp.buf, sizeof(resp.buf), 0);
-    err = errno;
-    close(fd);
-    if (n < 0)
-        return hwaf_sys_error(err);
-    h = &resp.align;
-    if (!NLMSG_OK(h, (size_t)n))
-        return -EIO;
-    if (h->nlmsg_type == NLMSG_ERROR) {
-        struct nlmsgerr *e = NLMSG_DATA(h);
+    if (sendto(fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+        err = hwaf_sys_error(errno);
+    while (err == 0) {
+        ssize_t n = recv(fd, buf, cap, 0);
 
-        return e->error != 0 ? e->error : -EIO;
+        if (n < 0)
+            err = hwaf_sys_error(errno);
+        else if (n == 0)
+            err = -EIO;
+        else if ((err = dump_part(buf, (size_t)n)) == 1)
+            break;
+        else if (err < 0)
+            err = hwaf_sys_error(-err);
     }
-    if (h->nlmsg_type != CRYPTO_MSG_GETALG
-        || NLMSG_PAYLOAD(h, 0) < sizeof(struct crypto_user_alg))
-        return -EIO;
-    *flags = ((struct crypto_user_alg *)NLMSG_DATA(h))->cru_flags;
-    return 0;
+    free(buf);
+    close(fd);
+    return err < 0 ? err : 0;
+}
+
+int afalg_netlink_flags(const char *driver, unsigned int *flags)
+{
+    int i;
+
+    if (strlen(driver) >= CRYPTO_MAX_NAME)
+        return -ENAMETOOLONG;
+    if (!nlflags.held) {
+        nlflags.held = 1;
+        nlflags.err = netlink_dump();
+        if (nlflags.err != 0)
+            nlflags.n = 0;
+    }
+    if (nlflags.err != 0)
+        return nlflags.err;
+    for (i = 0; i < nlflags.n; i++) {
+        if (strcmp(nlflags.v[i].driver, driver) == 0) {
+            *flags = nlflags.v[i].flags;
+            return 0;
+        }
+    }
+    return -ENOENT;
 }

@@ -101,7 +101,8 @@ typedef struct afalg_reginfo_st {
  * Every /proc/crypto entry whose name is `name` and whose type is one of the
  * space-separated `types`.  Returns how many were stored (at most max), or
  * -errno when /proc/crypto cannot be read.  Read from the registry's copy
- * in memory while one is held (afalg_registry_hold), else from the file.
+ * in memory, which the first call takes when none is held
+ * (afalg_registry_hold).
  */
 int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
                       int max);
@@ -110,18 +111,23 @@ int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
  * that follow: the kernel prints its whole registry at each read (about 2 ms
  * in the test rig's guest), and a probe asks about a dozen names.  Read
  * when no copy is held, or again when refresh (a bind may have added an
- * instance).  0 or -errno (then the calls read the file).  Not thread-safe:
- * for the probe, under its lock.
+ * instance).  0 or -errno.  Not thread-safe: for the probe, under its
+ * lock.
  */
 int afalg_registry_hold(int refresh);
 void afalg_registry_release(void);
 
 /*
- * Ask crypto_user (NETLINK_CRYPTO) for a driver's flags.  Returns 0 and sets
+ * A driver's flags from crypto_user (NETLINK_CRYPTO).  Returns 0 and sets
  * *flags, or -errno (typically -EPROTONOSUPPORT when the kernel has no
- * crypto_user).
+ * crypto_user, -EPERM without CAP_NET_ADMIN, -ENOENT for a driver the
+ * registry does not list).  The first call after afalg_netlink_release()
+ * asks for every driver's flags in one dump and keeps them (its error too)
+ * until the next release.  Not thread-safe: for the probe, under its lock.
  */
 int afalg_netlink_flags(const char *driver, unsigned int *flags);
+void afalg_netlink_release(void);
+#define HWAF_CRYPTO_ALG_LARVAL 0x00000010u
 #define HWAF_CRYPTO_ALG_ASYNC 0x00000080u
 #define HWAF_CRYPTO_ALG_KERN_DRIVER_ONLY 0x00001000u
 

@@ -122,11 +122,18 @@ static const char *reg_types(const hwaf_alg *alg)
     }
 }
 
+/* What a probe kept of the kernel's registry: dropped at its end. */
+static void afalg_probe_done(void)
+{
+    afalg_registry_release();
+    afalg_netlink_release();
+}
+
 static int afalg_available(char *why, size_t whylen)
 {
     int fd;
 
-    afalg_registry_release();   /* a probe starts from the registry as it is now */
+    afalg_probe_done();   /* a probe starts from the registry as it is now */
     fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
     if (fd < 0) {
@@ -1033,6 +1040,6 @@ const hwaf_backend hwaf_backend_afalg = {
     afalg_aead_close,
     afalg_aead_close,     /* abandon: as for ciphers */
     afalg_mac_open,
-    afalg_registry_release,   /* probe_done */
+    afalg_probe_done,   /* probe_done */
     NULL,                     /* device: none, a socket family */
 };
