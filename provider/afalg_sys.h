@@ -120,10 +120,10 @@ void afalg_registry_release(void);
 /*
  * A driver's flags from crypto_user (NETLINK_CRYPTO).  Returns 0 and sets
  * *flags, or -errno (typically -EPROTONOSUPPORT when the kernel has no
- * crypto_user, -EPERM without CAP_NET_ADMIN, -ENOENT for a driver the
- * registry does not list).  The first call after afalg_netlink_release()
- * asks for every driver's flags in one dump and keeps them (its error too)
- * until the next release.  Not thread-safe: for the probe, under its lock.
+ * crypto_user; -ENOENT for a driver the dump does not list).  The first
+ * call after afalg_netlink_release() asks for every driver's flags in one
+ * dump and keeps them (its error too) until the next release.  Not
+ * thread-safe: for the probe, under its lock.
  */
 int afalg_netlink_flags(const char *driver, unsigned int *flags);
 void afalg_netlink_release(void);
