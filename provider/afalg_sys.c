@@ -514,16 +514,19 @@ static int type_in(const char *type, const char *types)
 }
 
 /*
- * The copy of /proc/crypto a probe holds, and where each of its entries
- * starts (an entry is its lines up to a blank one), found in one pass: the
- * probe asks about a dozen names, and reading the whole text line by line
- * for each (through stdio, as this did before) was most of the probe's
- * user-space instructions.
+ * The copy of /proc/crypto a probe holds, with where each of its entries
+ * starts (an entry is its lines up to a blank one) and its name, found in
+ * one pass: the probe asks about a dozen names, and reading the whole text
+ * line by line for each (through stdio, as this did before) was most of the
+ * probe's user-space instructions.
  */
 static struct {
     char *text;
     size_t len;
-    size_t *start;
+    struct regentry {
+        size_t start;      /* its first byte */
+        size_t name, nlen; /* its name, when its first line gives it */
+    } *e;
     int n;
 } registry;
 
@@ -531,7 +534,7 @@ void afalg_registry_release(void)
 {
     char *t = registry.text;
 
-    free(registry.start);
+    free(registry.e);
     memset(&registry, 0, sizeof(registry));
     free(t);
 }
@@ -548,15 +551,28 @@ static int registry_index(void)
         if (le == p) {
             first = 1;
         } else if (first) {
-            if (registry.n == cap) {
-                size_t *v;
+            struct regentry *r;
+            const char *v = p + 4;
 
+            if (registry.n == cap) {
                 cap = cap != 0 ? cap * 2 : 256;
-                if ((v = realloc(registry.start, (size_t)cap * sizeof(*v))) == NULL)
+                if ((r = realloc(registry.e, (size_t)cap * sizeof(*r))) == NULL)
                     return -ENOMEM;
-                registry.start = v;
+                registry.e = r;
             }
-            registry.start[registry.n++] = (size_t)(p - registry.text);
+            r = &registry.e[registry.n++];
+            r->start = (size_t)(p - registry.text);
+            r->name = r->nlen = 0;
+            if (le - p > 4 && memcmp(p, "name", 4) == 0) {
+                while (v < le && *v == ' ')
+                    v++;
+                if (v < le && *v == ':') {
+                    for (v++; v < le && *v == ' '; v++)
+                        ;
+                    r->name = (size_t)(v - registry.text);
+                    r->nlen = (size_t)(le - v);
+                }
+            }
             first = 0;
         }
         p = le + 1;
@@ -614,15 +630,20 @@ static int reg_entry(const char *p, const char *end, const char *name, afalg_reg
 int afalg_proc_crypto(const char *name, const char *types, afalg_reginfo *out,
                       int max)
 {
+    size_t nl = strlen(name);
     int i, n = 0, err;
 
     if (registry.text == NULL && (err = afalg_registry_hold(0)) != 0)
         return err;
     for (i = 0; i < registry.n && n < max; i++) {
+        const struct regentry *r = &registry.e[i];
         const char *end = registry.text
-                          + (i + 1 < registry.n ? registry.start[i + 1] : registry.len);
+                          + (i + 1 < registry.n ? registry.e[i + 1].start : registry.len);
 
-        if (reg_entry(registry.text + registry.start[i], end, name, &out[n])
+        /* another name's entry: passed over without reading it */
+        if (r->nlen != 0 && (r->nlen != nl || memcmp(registry.text + r->name, name, nl) != 0))
+            continue;
+        if (reg_entry(registry.text + r->start, end, name, &out[n])
             && type_in(out[n].type, types) && !out[n].internal)
             n++;
     }
