@@ -730,12 +730,9 @@ static int cipher_init(hwaf_cipher_ctx *ctx, const unsigned char *key,
              * changes the key at every use (OpenSSL's CTR-DRBG, once per
              * RAND_bytes) pays no free and new of the default provider's
              * contexts. */
-            if (ctx->sw != NULL) {
+            if (ctx->sw != NULL)
                 hwaf_soft_cipher_rekey(ctx->sw, key, keylen);
-                ctx->sw_live = 0;
-            } else {
-                sw_drop(ctx);
-            }
+            ctx->sw_live = 0;
             ctx->key_set = 0;
             memcpy(ctx->key, key, keylen);
             ctx->keylen = keylen;

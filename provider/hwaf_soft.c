@@ -369,7 +369,7 @@ void hwaf_soft_impl_free(hwaf_impl *impl)
 struct hwaf_be_cipher_st {
     const hwaf_impl *impl;
     void *c[2];                     /* [enc], created on first use */
-    int rekey[2];                   /* [enc]: c[enc] still has an older key */
+    int rekey[2];                   /* [enc]: c[enc] is to be keyed at its next start */
     unsigned char key[HWAF_MAX_KEY];
     size_t keylen;
 };
@@ -405,9 +405,12 @@ static int soft_cipher_open(hwaf_be_cipher **out, const hwaf_impl *impl,
 static void *soft_cipher_ctx(hwaf_be_cipher *s, int enc, const unsigned char *iv)
 {
     const soft_alg *f = FNS(s->impl);
-    int ok;
+    int ok = 0;
 
+    if (s->c[enc] == NULL && (s->c[enc] = f->c_new(f->provctx)) != NULL)
+        s->rekey[enc] = 1;
     if (s->c[enc] != NULL) {
+        /* the session's key only when the context does not hold it yet */
         const unsigned char *key = s->rekey[enc] ? s->key : NULL;
         size_t keylen = s->rekey[enc] ? s->keylen : 0;
 
@@ -415,11 +418,6 @@ static void *soft_cipher_ctx(hwaf_be_cipher *s, int enc, const unsigned char *iv
                  : f->c_dinit(s->c[enc], key, keylen, iv, f->ivlen, NULL);
         if (ok)
             s->rekey[enc] = 0;
-    } else if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
-        ok = 0;
-    } else {
-        ok = enc ? f->c_einit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL)
-                 : f->c_dinit(s->c[enc], s->key, s->keylen, iv, f->ivlen, NULL);
     }
     if (!ok) {
         HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s: init",
