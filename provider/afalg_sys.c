@@ -593,10 +593,7 @@ int afalg_registry_hold(int refresh)
     return err != 0 ? hwaf_sys_error(err) : 0;
 }
 
-/*
- * The entry at p (up to end) into cur when it is name's: 1, else 0, left at
- * its name line (the first, in every kernel's /proc/crypto) unparsed.
- */
+/* The entry at p (up to end) into cur: 1 when it is name's, else 0. */
 static int reg_entry(const char *p, const char *end, const char *name, afalg_reginfo *cur)
 {
     memset(cur, 0, sizeof(*cur));
@@ -605,8 +602,8 @@ static int reg_entry(const char *p, const char *end, const char *name, afalg_reg
     cur->selftest_ok = 1;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = (size_t)((nl != NULL ? nl : end) - p), kl;
-        char line[256], *v;
+        size_t ll = (size_t)((nl != NULL ? nl : end) - p);
+        char line[256];
 
         if (ll == 0)
             break;   /* the blank line after the entry */
@@ -615,13 +612,6 @@ static int reg_entry(const char *p, const char *end, const char *name, afalg_reg
         memcpy(line, p, ll);
         line[ll] = '\0';
         p += ll + 1;
-        kl = strcspn(line, " :");
-        if (is_key(line, kl, "name") && (v = strchr(line + kl, ':')) != NULL) {
-            for (v++; *v == ' '; v++)
-                ;
-            if (strcmp(v, name) != 0)
-                return 0;
-        }
         reg_line(line, cur);
     }
     return strcmp(cur->name, name) == 0;
