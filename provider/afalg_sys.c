@@ -467,6 +467,18 @@ static int is_key(const char *line, size_t kl, const char *key)
     return strlen(key) == kl && memcmp(line, key, kl) == 0;
 }
 
+/* v into dst of size bytes, cut short to fit, as snprintf("%s") would
+ * (without its formatting machinery: four values per registry entry). */
+static void copy_value(char *dst, size_t size, const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, v, n);
+    dst[n] = '\0';
+}
+
 /* One "key : value" line of /proc/crypto into cur, its key looked at once. */
 static void reg_line(char *line, afalg_reginfo *cur)
 {
@@ -479,13 +491,13 @@ static void reg_line(char *line, afalg_reginfo *cur)
         ;
     v[strcspn(v, "\n")] = '\0';
     if (is_key(line, kl, "name"))
-        snprintf(cur->name, sizeof(cur->name), "%s", v);
+        copy_value(cur->name, sizeof(cur->name), v);
     else if (is_key(line, kl, "driver"))
-        snprintf(cur->driver, sizeof(cur->driver), "%s", v);
+        copy_value(cur->driver, sizeof(cur->driver), v);
     else if (is_key(line, kl, "module"))
-        snprintf(cur->module, sizeof(cur->module), "%s", v);
+        copy_value(cur->module, sizeof(cur->module), v);
     else if (is_key(line, kl, "type"))
-        snprintf(cur->type, sizeof(cur->type), "%s", v);
+        copy_value(cur->type, sizeof(cur->type), v);
     else if (*v == '\0')
         return;   /* a flag or number with no value: left as it was */
     else if (is_key(line, kl, "priority"))
