@@ -404,9 +404,8 @@ static int rank(const hwaf_config *cfg, int b, int hw)
 
 static int build_tables(hwaf_prov *prov)
 {
-    size_t nc = 0, nd = 0, nm = 0, textlen = 0;
+    size_t nc = 0, nd = 0, nm = 0;
     int a, b, hw, r, s;
-    char *t, *th, *tr, tb[32];
 
     for (a = 0; a < HWAF_NALGS; a++) {
         for (b = 0; b < HWAF_BE_COUNT; b++) {
@@ -443,7 +442,6 @@ static int build_tables(hwaf_prov *prov)
                     nc++;
                 else if (hwaf_algs[a].kind == HWAF_KIND_DIGEST)
                     nd++;
-                textlen += strlen(hwaf_algs[a].names) + strlen(drv->name) + 80;
             }
         }
     }
@@ -451,14 +449,8 @@ static int build_tables(hwaf_prov *prov)
     prov->ciphers = OPENSSL_zalloc((nc + 1) * sizeof(OSSL_ALGORITHM));
     prov->digests = OPENSSL_zalloc((nd + 1) * sizeof(OSSL_ALGORITHM));
     prov->macs = OPENSSL_zalloc((HWAF_NSLOTS + 1) * sizeof(OSSL_ALGORITHM));
-    prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
-    prov->thresholds_text = th = OPENSSL_zalloc(textlen + 64);
-    prov->request_max_text = tr = OPENSSL_zalloc(textlen + 1);
-    if (prov->ciphers == NULL || prov->digests == NULL || prov->macs == NULL || t == NULL
-        || th == NULL || tr == NULL)
+    if (prov->ciphers == NULL || prov->digests == NULL || prov->macs == NULL)
         return 0;
-    th += sprintf(th, "policy=%s\n",
-                  prov->cfg.policy == HWAF_POLICY_CPU ? "cpu" : "throughput");
     nc = nd = 0;
     /* One "HMAC" per slot that serves at least one of its digests. */
     for (r = 0; r < 4; r++) {
@@ -491,19 +483,6 @@ static int build_tables(hwaf_prov *prov)
                     if (impl == NULL || rank(&prov->cfg, b, hw) != r)
                         continue;
                     nlen = strcspn(hwaf_algs[a].names, ":");
-                    t += sprintf(t, "%.*s %s %s hw=%s\n", (int)nlen, hwaf_algs[a].names,
-                                 backends[b]->name, impl->drv.name, hw ? "yes" : "no");
-                    th += sprintf(th, "%.*s %s %s offload_min=%s source=%s\n", (int)nlen,
-                                  hwaf_algs[a].names, backends[b]->name, impl->drv.name,
-                                  hwaf_threshold_text(impl->offload_min, tb, sizeof(tb)),
-                                  hwaf_src_names[impl->offload_src]);
-                    if (impl->drv.req_max == 0)
-                        snprintf(tb, sizeof(tb), "unlimited");
-                    else
-                        snprintf(tb, sizeof(tb), "%zu", impl->drv.req_max);
-                    tr += sprintf(tr, "%.*s %s %s request_max=%s source=%s\n", (int)nlen,
-                                  hwaf_algs[a].names, backends[b]->name, impl->drv.name,
-                                  tb, hwaf_src_names[impl->req_src]);
                     HWAF_DEBUG("offer %.*s via %s driver %s hw=%s", (int)nlen,
                                hwaf_algs[a].names, backends[b]->name, impl->drv.name,
                                hw ? "yes" : "no");
@@ -527,6 +506,105 @@ static int build_tables(hwaf_prov *prov)
         }
     }
     return 1;
+}
+
+/*
+ * The tables as text (HWAF_PARAM_ALGORITHMS, HWAF_PARAM_THRESHOLDS,
+ * HWAF_PARAM_REQUEST_MAX) and the buildinfo that carries them, in the
+ * order the implementations are offered.  Built at the first request for
+ * one of them, not at load: what they say is fixed at load (the
+ * implementations, their thresholds and request limits, the backends'
+ * status), and a load that is never asked (most) does not format them.
+ */
+static int texts_build(hwaf_prov *prov)
+{
+    size_t textlen = 0, len;
+    int a, b, hw, r;
+    char *t, *th, *tr, tb[32];
+
+    for (a = 0; a < HWAF_NALGS; a++)
+        for (r = 0; r < HWAF_NSLOTS; r++)
+            if (prov->slot[a][r] != NULL)
+                textlen += strlen(hwaf_algs[a].names) + strlen(prov->slot[a][r]->drv.name)
+                           + 80;
+    prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
+    prov->thresholds_text = th = OPENSSL_zalloc(textlen + 64);
+    prov->request_max_text = tr = OPENSSL_zalloc(textlen + 1);
+    if (t == NULL || th == NULL || tr == NULL)
+        return 0;
+    th += sprintf(th, "policy=%s\n",
+                  prov->cfg.policy == HWAF_POLICY_CPU ? "cpu" : "throughput");
+    for (a = 0; a < HWAF_NALGS; a++) {
+        for (r = 0; r < 4; r++) {
+            for (b = 0; b < HWAF_BE_COUNT; b++) {
+                for (hw = 0; hw <= 1; hw++) {
+                    hwaf_impl *impl = prov->slot[a][HWAF_SLOT(b, hw)];
+                    size_t nlen;
+
+                    if (impl == NULL || rank(&prov->cfg, b, hw) != r)
+                        continue;
+                    nlen = strcspn(hwaf_algs[a].names, ":");
+                    t += sprintf(t, "%.*s %s %s hw=%s\n", (int)nlen, hwaf_algs[a].names,
+                                 backends[b]->name, impl->drv.name, hw ? "yes" : "no");
+                    th += sprintf(th, "%.*s %s %s offload_min=%s source=%s\n", (int)nlen,
+                                  hwaf_algs[a].names, backends[b]->name, impl->drv.name,
+                                  hwaf_threshold_text(impl->offload_min, tb, sizeof(tb)),
+                                  hwaf_src_names[impl->offload_src]);
+                    if (impl->drv.req_max == 0)
+                        snprintf(tb, sizeof(tb), "unlimited");
+                    else
+                        snprintf(tb, sizeof(tb), "%zu", impl->drv.req_max);
+                    tr += sprintf(tr, "%.*s %s %s request_max=%s source=%s\n", (int)nlen,
+                                  hwaf_algs[a].names, backends[b]->name, impl->drv.name,
+                                  tb, hwaf_src_names[impl->req_src]);
+                }
+            }
+        }
+    }
+    /* buildinfo is what `openssl list -providers -verbose` prints: the
+     * backend status, the configuration in effect, the offload
+     * thresholds and the request limits (one line each, joined by ';') go
+     * there too. */
+    len = 128 + sizeof(prov->be_status) + strlen(prov->cfg.text)
+          + strlen(prov->thresholds_text) + strlen(prov->request_max_text);
+    t = OPENSSL_malloc(len);
+    if (t != NULL) {
+        char *p = t, *e = p + len, *q;
+
+        p += snprintf(p, e - p, "hwaf %s for %s; afalg: %s; devcrypto: %s; "
+                      "config: %s; offload thresholds ", HWAF_VERSION_STR,
+                      OPENSSL_VERSION_TEXT, prov->be_status[HWAF_BE_AFALG],
+                      prov->be_status[HWAF_BE_DEVCRYPTO], prov->cfg.text);
+        snprintf(p, e - p, "%srequest limits %s", prov->thresholds_text,
+                 prov->request_max_text);
+        for (q = p; *q != '\0'; q++)
+            if (*q == '\n')
+                *q = q[1] != '\0' ? ';' : '\0';
+    }
+    /* Last: a reader that finds buildinfo finds the rest. */
+    __atomic_store_n(&prov->buildinfo, t, __ATOMIC_RELEASE);
+    return t != NULL;
+}
+
+/* The texts above, built at the first request: 0 when out of memory. */
+static int texts_get(hwaf_prov *prov)
+{
+    int ok;
+
+    if (__atomic_load_n(&prov->buildinfo, __ATOMIC_ACQUIRE) != NULL)
+        return 1;
+    probe_lock();
+    if (prov->buildinfo != NULL) {
+        ok = 1;
+    } else {
+        OPENSSL_free(prov->algorithms_text);   /* an earlier try's, out of memory */
+        OPENSSL_free(prov->thresholds_text);
+        OPENSSL_free(prov->request_max_text);
+        prov->algorithms_text = prov->thresholds_text = prov->request_max_text = NULL;
+        ok = texts_build(prov);
+    }
+    probe_unlock();
+    return ok;
 }
 
 static void prov_free(hwaf_prov *prov)
@@ -665,6 +743,14 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
     uint64_t ops, bytes;
     int k;
 
+    if ((OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO) != NULL
+         || OSSL_PARAM_locate(params, HWAF_PARAM_ALGORITHMS) != NULL
+         || OSSL_PARAM_locate(params, HWAF_PARAM_THRESHOLDS) != NULL
+         || OSSL_PARAM_locate(params, HWAF_PARAM_REQUEST_MAX) != NULL)
+        && !texts_get(prov)) {
+        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
     if (!set_str(params, OSSL_PROV_PARAM_NAME, "hwaf: Linux kernel crypto API offload")
         || !set_str(params, OSSL_PROV_PARAM_VERSION, HWAF_VERSION_STR)
         || !set_str(params, OSSL_PROV_PARAM_BUILDINFO, prov->buildinfo)
@@ -813,7 +899,6 @@ static const char *probe_text_get(hwaf_prov *prov)
 static void describe_backends(hwaf_prov *prov)
 {
     int b, a, n;
-    size_t len;
 
     for (b = 0; b < HWAF_BE_COUNT; b++) {
         int found = 0;
@@ -849,26 +934,6 @@ static void describe_backends(hwaf_prov *prov)
                      probe.cached[b] ? " (probe result cached)"
                      : prov->cfg.known_answers == HWAF_KAT_AT_FIRST_USE
                      ? " (known answers at first use)" : "");
-    }
-    /* buildinfo is what `openssl list -providers -verbose` prints: the
-     * backend status, the configuration in effect, the offload
-     * thresholds and the request limits (one line each, joined by ';') go
-     * there too. */
-    len = 128 + sizeof(prov->be_status) + strlen(prov->cfg.text)
-          + strlen(prov->thresholds_text) + strlen(prov->request_max_text);
-    prov->buildinfo = OPENSSL_malloc(len);
-    if (prov->buildinfo != NULL) {
-        char *p = prov->buildinfo, *e = p + len, *q;
-
-        p += snprintf(p, e - p, "hwaf %s for %s; afalg: %s; devcrypto: %s; "
-                      "config: %s; offload thresholds ", HWAF_VERSION_STR,
-                      OPENSSL_VERSION_TEXT, prov->be_status[HWAF_BE_AFALG],
-                      prov->be_status[HWAF_BE_DEVCRYPTO], prov->cfg.text);
-        snprintf(p, e - p, "%srequest limits %s", prov->thresholds_text,
-                 prov->request_max_text);
-        for (q = p; *q != '\0'; q++)
-            if (*q == '\n')
-                *q = q[1] != '\0' ? ';' : '\0';
     }
 }
 
@@ -916,8 +981,6 @@ int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     }
     describe_backends(prov);
     probe_unlock();
-    if (prov->buildinfo == NULL)
-        goto err;
     *out = prov_dispatch;
     *provctx = prov;
     return 1;
