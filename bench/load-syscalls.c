@@ -1,0 +1,83 @@
+/*
+ * load-syscalls: what the kernel calls of hwaf's load cost on this machine,
+ * each timed over N repetitions (CLOCK_MONOTONIC), in two rounds (the first
+ * pays for first use).  Not built by CMake; in the test guest:
+ *
+ *   cc -O2 -o build/load-syscalls bench/load-syscalls.c
+ *   tools/guest/run --kernel 6.1 -- build/load-syscalls
+ *
+ * docs/benchmark.md ("hwaf's load: the calibration file read and the texts
+ * built when asked") quotes it.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <linux/if_alg.h>
+
+#define N 50
+
+static char buf[65536];
+
+static double now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void read_all(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    close(fd);
+}
+
+static void bind_close(const char *type, const char *name)
+{
+    struct sockaddr_alg sa;
+    int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.salg_family = AF_ALG;
+    snprintf((char *)sa.salg_type, sizeof(sa.salg_type), "%s", type);
+    snprintf((char *)sa.salg_name, sizeof(sa.salg_name), "%s", name);
+    if (fd >= 0) {
+        (void)bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+    }
+}
+
+#define TIME(what, stmt) do {                                   \
+        double t0 = now_ms();                                   \
+        for (i = 0; i < N; i++) { stmt; }                       \
+        printf("%-36s %.3f ms\n", what, (now_ms() - t0) / N);   \
+    } while (0)
+
+int main(void)
+{
+    int i, r, fd;
+
+    for (r = 1; r <= 2; r++) {
+        printf("round %d (mean of %d)\n", r, N);
+        TIME("read /proc/self/status", read_all("/proc/self/status"));
+        TIME("prctl(PR_GET_SECCOMP)", (void)prctl(PR_GET_SECCOMP));
+        TIME("read /proc/crypto", read_all("/proc/crypto"));
+        TIME("socket+bind+close hash sha1-generic", bind_close("hash", "sha1-generic"));
+        TIME("socket+bind+close skcipher cbc-aes-aesni",
+             bind_close("skcipher", "cbc-aes-aesni"));
+        TIME("socket(AF_ALG)+close",
+             if ((fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) >= 0) close(fd));
+        TIME("open /dev/crypto", if ((fd = open("/dev/crypto", O_RDWR | O_CLOEXEC)) >= 0)
+             close(fd));
+    }
+    return 0;
+}
