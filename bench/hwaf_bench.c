@@ -1241,7 +1241,12 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
                 alarm(0);
             }
             for (sl = 0; sl < nslices; sl++) {
-                for (i = 0; i < s.n; i++) {
+                int turn;
+
+                /* The order rotates from slice to slice (and pass to pass):
+                 * no line always follows the same other line. */
+                for (turn = 0; turn < s.n; turn++) {
+                    i = (turn + sl + rep) % s.n;
                     result *r = &results[base + (size_t)i];
                     result *t = &runs[(size_t)i * (size_t)opt.repeat + (size_t)rep];
 
