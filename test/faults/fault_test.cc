@@ -595,7 +595,9 @@ static void expect_no_defects(const std::string &cmd, const char *program)
  * Each case is a process and loads hwaf twice (about 30 ms in the TCG
  * guest since the probe asks crypto_user once), so every (call, errno)
  * pair is taken; HWAF_PROBE_FAULTS_STRIDE=N takes every Nth
- * (docs/testing.md).
+ * (docs/testing.md).  It also loads hwaf once under a seccomp filter
+ * present before the load: the reference, and a digest forced to the
+ * kernel reaches it (a filter present at load bars nothing).
  */
 TEST(ProbeFaults, TransientErrorsNotCachedNotBlamedOnTheKernel)
 {

@@ -19,20 +19,34 @@
  * answer as far as hwaf can tell: they may drop a driver, but the load must
  * end, without a crash.  Every child runs under an alarm.
  *
+ * One more child loads hwaf under a seccomp filter present before the load
+ * (allowing everything, as a container's lets hwaf's calls through): the
+ * load must give the reference, and a digest forced to the kernel
+ * (HWAF_OFFLOAD_MIN=0) must reach it with the right bytes, not be barred
+ * as if the filter had come after the load (hwaf_sandbox.c takes the state
+ * at load from prctl() when there is no filter, from /proc/self/status
+ * under one).
+ *
  * Prints one line per defect and a summary; exit 0 when there is none.
  * Linked with the fault shim (fault_shim.c), like hwaf-faults.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
@@ -172,6 +186,62 @@ static void case_child(void *arg, void *out)
     load(&r->second);
 }
 
+/* A load under a filter present before it, and a digest through the kernel. */
+struct filtered_result {
+    int filtered;       /* prctl(PR_GET_SECCOMP) said 2 before the load */
+    int digest_ok;      /* SHA-256("abc") through hwaf gave the standard's bytes */
+    uint64_t kernel_ops, sandbox_fallbacks;
+    struct load l;
+};
+
+static void filtered_child(void *arg, void *out)
+{
+    static const unsigned char abc_sha256[32] = {
+        0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40, 0xde, 0x5d, 0xae,
+        0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61,
+        0xf2, 0x00, 0x15, 0xad
+    };
+    struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+    struct sock_fprog prog = { 1, allow };
+    struct filtered_result *r = out;
+    OSSL_LIB_CTX *lib;
+    OSSL_PROVIDER *p = NULL, *d = NULL;
+    EVP_MD *md = NULL;
+    unsigned char dg[32];
+    unsigned int dlen = 0;
+    uint64_t ops[2] = { 0, 0 };
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_uint64(HWAF_PARAM_AFALG_OPS, &ops[0]),
+        OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_OPS, &ops[1]),
+        OSSL_PARAM_uint64(HWAF_PARAM_FALLBACKS_SANDBOX, &r->sandbox_fallbacks),
+        OSSL_PARAM_END
+    };
+
+    (void)arg;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+        || syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+        return;
+    r->filtered = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2;
+    load(&r->l);   /* the first load in this process: the state at load is taken here */
+    setenv("HWAF_OFFLOAD_MIN", "0", 1);
+    lib = OSSL_LIB_CTX_new();
+    if (lib != NULL && OSSL_PROVIDER_set_default_search_path(lib, module_dir)) {
+        p = OSSL_PROVIDER_load(lib, HWAF_PROVIDER_NAME);
+        d = OSSL_PROVIDER_load(lib, "default");
+    }
+    if (p != NULL && d != NULL
+        && (md = EVP_MD_fetch(lib, "SHA2-256", "provider=hwaf")) != NULL
+        && EVP_Digest("abc", 3, dg, &dlen, md, NULL))
+        r->digest_ok = dlen == sizeof(dg) && memcmp(dg, abc_sha256, sizeof(dg)) == 0;
+    if (p != NULL && OSSL_PROVIDER_get_params(p, params))
+        r->kernel_ops = ops[0] + ops[1];
+    EVP_MD_free(md);
+    OSSL_PROVIDER_unload(d);
+    OSSL_PROVIDER_unload(p);
+    OSSL_LIB_CTX_free(lib);
+    ERR_clear_error();
+}
+
 /* ---- checks ---- */
 
 static int transient(int err)
@@ -246,6 +316,33 @@ int main(int argc, char **argv)
     if (strcmp(cnt.l.afalg, ref.afalg) != 0 || strcmp(cnt.l.algs, ref.algs) != 0) {
         printf("defect: counting changed the result\n");
         return 1;
+    }
+
+    {
+        static struct filtered_result fr;
+        int st = in_child(filtered_child, NULL, &fr, sizeof(fr));
+        const char *why = NULL;
+
+        if (st != 0)
+            why = "the child died or failed";
+        else if (!fr.filtered)
+            why = "the filter could not be installed";
+        else if (!fr.l.loaded || strcmp(fr.l.afalg, ref.afalg) != 0
+                 || strcmp(fr.l.devcrypto, ref.devcrypto) != 0
+                 || strcmp(fr.l.algs, ref.algs) != 0)
+            why = "the load differs from the reference";
+        else if (!fr.digest_ok)
+            why = "SHA-256 through hwaf gave wrong bytes or failed";
+        else if (fr.kernel_ops == 0 || fr.sandbox_fallbacks != 0)
+            why = "the digest did not reach the kernel (barred by a filter present at load)";
+        printf("filter present at load: %s (kernel ops %llu, sandbox fallbacks %llu)\n",
+               why != NULL ? why : "load as the reference, digest through the kernel",
+               (unsigned long long)fr.kernel_ops, (unsigned long long)fr.sandbox_fallbacks);
+        if (why != NULL) {
+            printf("defect: under a seccomp filter present at load: %s\n"
+                   "  afalg: %s | devcrypto: %s\n", why, fr.l.afalg, fr.l.devcrypto);
+            defects++;
+        }
     }
 
     for (n = first; n <= cnt.calls && n <= last && n <= MAX_CALLS; n++) {
