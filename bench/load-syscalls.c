@@ -17,7 +17,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <linux/cryptouser.h>
 #include <linux/if_alg.h>
+#include <linux/netlink.h>
 
 #define N 50
 
@@ -55,6 +57,44 @@ static void bind_close(const char *type, const char *name)
         (void)bind(fd, (struct sockaddr *)&sa, sizeof(sa));
         close(fd);
     }
+}
+
+/* One crypto_user dump of every algorithm (CRYPTO_MSG_GETALG, NLM_F_DUMP),
+ * as the probe asks it: socket, request, receives to NLMSG_DONE, close. */
+static void netlink_dump(void)
+{
+    struct {
+        struct nlmsghdr h;
+        struct crypto_user_alg cru;
+    } req;
+    struct sockaddr_nl sa;
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_CRYPTO), done = 0;
+
+    if (fd < 0)
+        return;
+    memset(&req, 0, sizeof(req));
+    memset(&sa, 0, sizeof(sa));
+    sa.nl_family = AF_NETLINK;
+    req.h.nlmsg_len = sizeof(req);
+    req.h.nlmsg_type = CRYPTO_MSG_GETALG;
+    req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    req.h.nlmsg_seq = 1;
+    if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return;
+    }
+    while (!done) {
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        struct nlmsghdr *h = (struct nlmsghdr *)(void *)buf;
+        size_t len = n > 0 ? (size_t)n : 0;
+
+        if (n <= 0)
+            break;
+        for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len))
+            if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+                done = 1;
+    }
+    close(fd);
 }
 
 /* The first read of path in a new process (its /proc/self not looked up
@@ -103,6 +143,7 @@ int main(void)
         TIME("read /proc/self/status", read_all("/proc/self/status"));
         TIME("prctl(PR_GET_SECCOMP)", (void)prctl(PR_GET_SECCOMP));
         TIME("read /proc/crypto", read_all("/proc/crypto"));
+        TIME("crypto_user dump (CRYPTO_MSG_GETALG)", netlink_dump());
         TIME("socket+bind+close hash sha1-generic", bind_close("hash", "sha1-generic"));
         TIME("socket+bind+close skcipher cbc-aes-aesni",
              bind_close("skcipher", "cbc-aes-aesni"));
