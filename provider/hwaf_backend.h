@@ -81,7 +81,10 @@ typedef struct hwaf_impl_st {
     int offload_src;      /* where offload_min came from: HWAF_SRC_* */
     int req_src;          /* where drv.req_max came from: HWAF_SRC_DEFAULT
                            * (the backend's) or HWAF_SRC_CONFIGURED */
-    struct hwaf_impl_st *soft; /* software twin, NULL when there is none */
+    struct hwaf_impl_st *soft; /* software twin, NULL when there is none;
+                                * set up at the implementation's first
+                                * context, not at load (hwaf_soft_ready) */
+    int soft_ready;       /* soft is set up: read and written atomically */
     /* Back-off after opens failed for want of descriptors (hwaf_soft.c):
      * failures in a row, opens left to skip, and the process's descriptor
      * releases and fork generation at the failure; read and written

@@ -365,10 +365,7 @@ void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg)
                    impl->be->name, impl->drv.name, zc ? "splice" : "copy");
     }
 
-    if (impl->soft == NULL) {
-        impl->offload_min = 0;
-        impl->offload_src = HWAF_SRC_DEFAULT;
-    } else if (!cfg->offload_auto) {
+    if (!cfg->offload_auto) {
         impl->offload_min = cfg->offload_min;
         impl->offload_src = HWAF_SRC_CONFIGURED;
     } else if ((l = calib_find(cfg->calib, impl)) != NULL) {

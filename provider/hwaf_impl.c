@@ -102,6 +102,7 @@ void *hwaf_ctx_new(void *provctx, int alg, int slot, size_t size)
 
     if (impl == NULL)
         return NULL;
+    hwaf_soft_ready(impl);   /* the software path at its first context */
     ctx = OPENSSL_zalloc(size);
     if (ctx == NULL) {
         HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);

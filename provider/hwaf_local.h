@@ -114,7 +114,10 @@ typedef struct hwaf_calib_st hwaf_calib;
 int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen);
 void hwaf_calib_free(hwaf_calib *c);
 /* Set impl->offload_min and offload_src from the configuration, and with
- * zerocopy = auto impl->zerocopy from the calibration's verdict, if any. */
+ * zerocopy = auto impl->zerocopy from the calibration's verdict, if any.
+ * At load, before the software path is set up: as for an implementation
+ * that has one (hwaf_soft_ready makes it 0, always the kernel, for one that
+ * turns out to have none). */
 void hwaf_threshold_assign(hwaf_impl *impl, const hwaf_config *cfg);
 /* "never", or the number of bytes, into buf. */
 const char *hwaf_threshold_text(size_t v, char *buf, size_t len);
@@ -176,6 +179,8 @@ typedef struct hwaf_prov_st {
     hwaf_verify_fn *verify;   /* a driver's known answer (hwaf_impl_verify) */
     char *buildinfo;          /* provider "buildinfo" param, with backend status */
     char be_status[HWAF_BE_COUNT][256];
+    int soft_ready;           /* implementations whose software path is set up
+                               * (hwaf_soft_ready; HWAF_PARAM_SOFTWARE_READY) */
 } hwaf_prov;
 
 

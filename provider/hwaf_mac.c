@@ -229,6 +229,7 @@ static int set_digest(hwaf_mac_ctx *ctx, const char *name)
             if (ctx->impl != NULL)
                 drop_all(ctx);
             ctx->impl = ctx->prov->slot[a][ctx->slot];
+            hwaf_soft_ready(ctx->impl);   /* at its first context */
         }
         EVP_MAC_CTX_free(ctx->soft);
         ctx->soft = NULL;

@@ -435,7 +435,7 @@ static int build_tables(hwaf_prov *prov)
                 prov->slot[a][HWAF_SLOT(b, hw)] = impl;
                 if (impl->be->impl_init != NULL && !impl->be->impl_init(impl))
                     return 0;
-                hwaf_soft_impl_init(impl);  /* none: always the kernel */
+                /* the software path (impl->soft) at first need, not here */
                 hwaf_threshold_assign(impl, &prov->cfg);
                 if (hwaf_algs[a].kind == HWAF_KIND_CIPHER
                     || hwaf_algs[a].kind == HWAF_KIND_AEAD)
@@ -527,6 +527,12 @@ static int texts_build(hwaf_prov *prov)
             if (prov->slot[a][r] != NULL)
                 textlen += strlen(hwaf_algs[a].names) + strlen(prov->slot[a][r]->drv.name)
                            + 80;
+    /* A threshold is only known once the software path is: an
+     * implementation without one is always the kernel (hwaf_soft.h). */
+    for (a = 0; a < HWAF_NALGS; a++)
+        for (r = 0; r < HWAF_NSLOTS; r++)
+            if (prov->slot[a][r] != NULL)
+                hwaf_soft_ready(prov->slot[a][r]);
     prov->algorithms_text = t = OPENSSL_zalloc(textlen + 1);
     prov->thresholds_text = th = OPENSSL_zalloc(textlen + 64);
     prov->request_max_text = tr = OPENSSL_zalloc(textlen + 1);
@@ -699,6 +705,7 @@ static const OSSL_PARAM prov_param_types[] = {
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_DESCRIPTORS, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_SANDBOX, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_FALLBACKS_KNOWN_ANSWER, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
+    OSSL_PARAM_DEFN(HWAF_PARAM_SOFTWARE_READY, OSSL_PARAM_UNSIGNED_INTEGER, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_THRESHOLDS, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_REQUEST_MAX, OSSL_PARAM_UTF8_PTR, NULL, 0),
     OSSL_PARAM_DEFN(HWAF_PARAM_PROBE, OSSL_PARAM_UTF8_PTR, NULL, 0),
@@ -779,7 +786,9 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_u64(params, HWAF_PARAM_FALLBACKS_SANDBOX,
                     hwaf_stats_fallbacks(HWAF_FALLBACK_SANDBOX))
         || !set_u64(params, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER,
-                    hwaf_stats_fallbacks(HWAF_FALLBACK_KNOWN_ANSWER)))
+                    hwaf_stats_fallbacks(HWAF_FALLBACK_KNOWN_ANSWER))
+        || !set_u64(params, HWAF_PARAM_SOFTWARE_READY,
+                    (uint64_t)__atomic_load_n(&prov->soft_ready, __ATOMIC_RELAXED)))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL
         && !OSSL_PARAM_set_int(p, 1))

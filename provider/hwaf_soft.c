@@ -2,6 +2,8 @@
  * The software path of size-aware dispatch: OpenSSL's default provider,
  * loaded once per process into a library context of its own (so that it
  * can never resolve back to hwaf), reached through its dispatch functions.
+ * Loaded and looked up at first need (an implementation's first context,
+ * hwaf_soft_ready), never at hwaf's load.
  * A cipher stream that stays in software keeps its state in the default
  * provider's context (hwaf_soft_cipher_start/run): an operation costs the
  * default provider's own work and one indirect call; no EVP layer, no
@@ -324,17 +326,18 @@ static void soft_impl_free(hwaf_impl *impl)
     impl->be_data = NULL;
 }
 
-int hwaf_soft_impl_init(hwaf_impl *impl)
+/* impl's software twin, or NULL when the default provider has none. */
+static hwaf_impl *soft_twin(const hwaf_impl *impl)
 {
     hwaf_impl *twin = OPENSSL_malloc(sizeof(*twin));
 
-    impl->soft = NULL;
     if (twin == NULL)
-        return 0;
+        return NULL;
     *twin = *impl;
     twin->be = &hwaf_backend_soft;
     twin->be_data = NULL;
     twin->soft = NULL;
+    twin->soft_ready = 1;
     twin->be_index = -1;
     twin->offload_min = SIZE_MAX;
     snprintf(twin->drv.name, sizeof(twin->drv.name), "openssl-default");
@@ -343,10 +346,43 @@ int hwaf_soft_impl_init(hwaf_impl *impl)
     if (!twin->be->impl_init(twin)) {
         HWAF_DEBUG("software path: the default provider has no %s", impl->alg->names);
         OPENSSL_free(twin);
-        return 0;
+        return NULL;
     }
-    impl->soft = twin;
-    return 1;
+    return twin;
+}
+
+/*
+ * At an implementation's first need, not at load: a load that makes no
+ * context of it (`openssl list`, a TLS client that negotiates ChaCha20, a
+ * process that uses hwaf for one digest) neither loads the default
+ * provider nor looks up its functions.  One mutex for all: the first
+ * caller sets the twin up, callers of the same implementation meanwhile
+ * wait for it.  An hwaf_mutex: fork() waits for a set-up under way, and
+ * the child gets the mutex fresh.  Nothing here takes another hwaf lock.
+ */
+static hwaf_mutex soft_setup_lock = HWAF_MUTEX_INIT;
+
+void hwaf_soft_setup(hwaf_impl *impl)
+{
+    hwaf_mutex_lock(&soft_setup_lock);
+    if (!__atomic_load_n(&impl->soft_ready, __ATOMIC_RELAXED)) {
+        /* The caller's queue is not the place for the default provider's
+         * load errors: without it, impl simply has no software path. */
+        ERR_set_mark();
+        impl->soft = soft_twin(impl);
+        ERR_pop_to_mark();
+        if (impl->soft == NULL) {
+            /* always the kernel, as hwaf_threshold_assign says for it */
+            impl->offload_min = 0;
+            impl->offload_src = HWAF_SRC_DEFAULT;
+        }
+        __atomic_add_fetch(&impl->prov->soft_ready, 1, __ATOMIC_RELAXED);
+        HWAF_DEBUG("software path: %s via %s %s: %s", impl->alg->kname, impl->be->name,
+                   impl->drv.name, impl->soft != NULL ? "set up"
+                   : "none, always the kernel");
+        __atomic_store_n(&impl->soft_ready, 1, __ATOMIC_RELEASE);
+    }
+    hwaf_mutex_unlock(&soft_setup_lock);
 }
 
 void hwaf_soft_impl_free(hwaf_impl *impl)

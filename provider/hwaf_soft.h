@@ -222,9 +222,25 @@ int hwaf_open_verify(const hwaf_impl *impl, hwaf_open_try *t);
 void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t);
 int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force);
 
-/* The software twin of impl (same algorithm, the soft backend), or NULL
- * when OpenSSL has no such implementation; set up by hwaf_soft_impl_init. */
-int hwaf_soft_impl_init(hwaf_impl *impl);
+/*
+ * impl->soft: the software twin of impl (same algorithm, the soft backend),
+ * or NULL when OpenSSL's default provider has no such implementation or
+ * cannot be loaded -- then impl->offload_min is 0 (always the kernel).
+ * Not set up at load: the load fetches nothing from the default provider.
+ * hwaf_soft_ready(impl) sets it up once, at the implementation's first
+ * context (hwaf_ctx_new, the HMAC's digest) or at the first question about
+ * thresholds (the provider's texts), and must have run before impl->soft
+ * or impl->offload_min is read.  Thread-safe (a fork-safe mutex; the first
+ * caller fetches, the others wait for it), errors of the default provider's
+ * load are not left on the caller's queue.  Once set up, it costs one
+ * atomic load.
+ */
+void hwaf_soft_setup(hwaf_impl *impl);
+static inline void hwaf_soft_ready(const hwaf_impl *impl)
+{
+    if (!__atomic_load_n(&impl->soft_ready, __ATOMIC_ACQUIRE))
+        hwaf_soft_setup((hwaf_impl *)impl);
+}
 void hwaf_soft_impl_free(hwaf_impl *impl);
 
 #endif

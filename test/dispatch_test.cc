@@ -16,11 +16,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <sstream>
+#include <thread>
 
 using namespace hwaf_test;
 
@@ -882,6 +884,185 @@ TEST_F(Dispatch, ThresholdsReportedWithTheirSource)
     EXPECT_NE(bi.find("offload thresholds policy=throughput;"), std::string::npos) << bi;
     EXPECT_NE(bi.find(impls[0].name + " " + impls[0].backend + " " + impls[0].driver + " offload_min="),
               std::string::npos) << bi;
+}
+
+namespace {
+
+uint64_t software_ready(const LibCtx &lib)
+{
+    uint64_t n = UINT64_MAX;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_READY, &n)) << HWAF_PARAM_SOFTWARE_READY;
+    return n;
+}
+
+/* AES-GCM encryption with a 12-byte IV: ciphertext then the 16-byte tag. */
+bool gcm_oneshot(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Bytes &aad,
+                 const Bytes &in, Bytes *out)
+{
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    int l = 0, l2 = 0;
+    out->assign(in.size() + 16, 0);
+    if (!EVP_EncryptInit_ex2(ctx.get(), c, key.data(), iv.data(), nullptr)
+        || !EVP_EncryptUpdate(ctx.get(), nullptr, &l, aad.data(), (int)aad.size())
+        || !EVP_EncryptUpdate(ctx.get(), out->data(), &l, in.data(), (int)in.size())
+        || !EVP_EncryptFinal_ex(ctx.get(), out->data() + l, &l2)
+        || !EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16, out->data() + in.size()))
+        return false;
+    return (size_t)(l + l2) == in.size();
+}
+
+bool hmac_oneshot(EVP_MAC *m, const char *digest, const Bytes &key, const Bytes &in, Bytes *out)
+{
+    MacCtxPtr ctx(EVP_MAC_CTX_new(m));
+    OSSL_PARAM p[] = { OSSL_PARAM_construct_utf8_string("digest", const_cast<char *>(digest), 0),
+                       OSSL_PARAM_construct_end() };
+    size_t n = 0;
+    out->assign(EVP_MAX_MD_SIZE, 0);
+    if (!ctx || !EVP_MAC_init(ctx.get(), key.data(), key.size(), p)
+        || !EVP_MAC_update(ctx.get(), in.data(), in.size())
+        || !EVP_MAC_final(ctx.get(), out->data(), &n, out->size()))
+        return false;
+    out->resize(n);
+    return true;
+}
+
+} // namespace
+
+/*
+ * The load fetches nothing from the default provider: an implementation's
+ * software path is set up at its first context (and only its own), or for
+ * all of them when the thresholds are first asked for -- and what the
+ * contexts compute is the default provider's either way.
+ */
+TEST_F(Dispatch, SoftwarePathSetUpAtFirstContextNotAtLoad)
+{
+    EXPECT_EQ(software_ready(*lib_), 0u) << "the load set up software paths";
+    CipherPtr h, d;
+    need_cipher("AES-128-CBC", &h, &d);
+    if (!h)
+        return;
+    EXPECT_EQ(software_ready(*lib_), 0u) << "a fetch set up software paths";
+
+    Bytes key = random_bytes(16), iv = random_bytes(16), ref, out;
+    for (size_t n : {kThreshold / 2, 4 * kThreshold}) {   /* software, then the kernel */
+        Bytes in = random_bytes(n);
+        ASSERT_TRUE(cipher_oneshot(d.get(), 1, key, iv, in, &ref));
+        ASSERT_TRUE(cipher_oneshot(h.get(), 1, key, iv, in, &out)) << error_queue_text();
+        EXPECT_EQ(tohex(out), tohex(ref)) << n << " bytes";
+    }
+    EXPECT_EQ(software_ready(*lib_), 1u) << "AES-128-CBC's contexts: its software path only";
+
+    MdPtr hm, dm;
+    need_md("SHA2-256", &hm, &dm);
+    if (!hm)
+        return;
+    Bytes msg = random_bytes(kThreshold / 4);
+    ASSERT_TRUE(digest_oneshot(dm.get(), msg, &ref));
+    ASSERT_TRUE(digest_oneshot(hm.get(), msg, &out)) << error_queue_text();
+    EXPECT_EQ(tohex(out), tohex(ref));
+    EXPECT_EQ(software_ready(*lib_), 2u) << "and SHA2-256's";
+
+    /* The thresholds are only known with the software paths: asking for
+     * them sets up every implementation's. */
+    std::string text;
+    ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_ALGORITHMS, &text));
+    size_t impls = parse_algorithms(text).size();
+    EXPECT_EQ(software_ready(*lib_), (uint64_t)impls);
+    auto lines = threshold_lines(*lib_);
+    ASSERT_EQ(lines.size(), impls + 1);
+    for (size_t i = 1; i < lines.size(); i++)
+        EXPECT_NE(lines[i].find(" offload_min=" + std::to_string(kThreshold) + " source=configured"),
+                  std::string::npos) << lines[i];
+}
+
+/*
+ * Several threads make the first contexts of a fresh load's
+ * implementations at once (the software path of each is set up by the
+ * first of them while the others wait) and every result, in software below
+ * the threshold and in the kernel above it, is the default provider's.
+ */
+TEST_F(Dispatch, FirstContextsFromManyThreadsAtOnce)
+{
+    struct Job {
+        const char *name;
+        int kind;   /* 0 cipher, 1 digest, 2 GCM, 3 HMAC-SHA256 */
+        CipherPtr hc, dc;
+        MdPtr hm, dm;
+    };
+    std::vector<Job> jobs;
+    for (const char *c : {"AES-128-CBC", "AES-128-CTR", "AES-256-XTS"})
+        jobs.push_back({c, 0, nullptr, nullptr, nullptr, nullptr});
+    for (const char *m : {"SHA1", "SHA2-256"})
+        jobs.push_back({m, 1, nullptr, nullptr, nullptr, nullptr});
+    jobs.push_back({"AES-128-GCM", 2, nullptr, nullptr, nullptr, nullptr});
+    jobs.push_back({"HMAC", 3, nullptr, nullptr, nullptr, nullptr});
+    MacPtr hmac(EVP_MAC_fetch(lib_->get(), "HMAC", hwaf_query().c_str()));
+    MacPtr dmac(EVP_MAC_fetch(lib_->get(), "HMAC", "provider=default"));
+    ASSERT_TRUE(hmac && dmac) << error_queue_text();
+    for (Job &j : jobs) {
+        if (j.kind == 0 || j.kind == 2)
+            need_cipher(j.name, &j.hc, &j.dc);
+        else if (j.kind == 1)
+            need_md(j.name, &j.hm, &j.dm);
+        if (j.kind != 3 && !j.hc && !j.hm)
+            return;
+    }
+    ASSERT_EQ(software_ready(*lib_), 0u);
+
+    /* The inputs and the default provider's answers, made beforehand. */
+    const int kThreads = 8;
+    const size_t sizes[] = { kThreshold / 2, 16 * kThreshold };   /* software, kernel */
+    Bytes key = random_bytes(64), iv = random_bytes(16), aad = random_bytes(20);
+    key[0] = (unsigned char)(key[16] ^ 0x5a);   /* AES-256-XTS: unequal halves */
+    std::vector<Bytes> in, want;
+    for (const Job &j : jobs) {
+        for (size_t n : sizes) {
+            Bytes x = random_bytes(n), r;
+            Bytes k(key.begin(), key.begin() + (j.kind == 3 ? 32 : j.dc ? EVP_CIPHER_get_key_length(j.dc.get()) : 0));
+            bool ok = j.kind == 0   ? cipher_oneshot(j.dc.get(), 1, k, iv, x, &r, 0)
+                      : j.kind == 1 ? digest_oneshot(j.dm.get(), x, &r)
+                      : j.kind == 2 ? gcm_oneshot(j.dc.get(), k, Bytes(iv.begin(), iv.begin() + 12), aad, x, &r)
+                                    : hmac_oneshot(dmac.get(), "SHA2-256", k, x, &r);
+            ASSERT_TRUE(ok) << j.name;
+            in.push_back(x);
+            want.push_back(r);
+        }
+    }
+
+    std::atomic<int> arrived{0};
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] {
+            arrived.fetch_add(1);
+            while (arrived.load() < kThreads)
+                std::this_thread::yield();   /* all start together */
+            std::ostringstream e;
+            for (size_t s = 0; s < jobs.size(); s++) {
+                size_t ji = (s + (size_t)t) % jobs.size();   /* each thread its own order */
+                const Job &j = jobs[ji];
+                for (size_t z = 0; z < 2; z++) {
+                    const Bytes &x = in[2 * ji + z];
+                    Bytes k(key.begin(), key.begin() + (j.kind == 3 ? 32 : j.hc ? EVP_CIPHER_get_key_length(j.hc.get()) : 0)), r;
+                    bool ok = j.kind == 0   ? cipher_oneshot(j.hc.get(), 1, k, iv, x, &r, 0)
+                              : j.kind == 1 ? digest_oneshot(j.hm.get(), x, &r)
+                              : j.kind == 2 ? gcm_oneshot(j.hc.get(), k, Bytes(iv.begin(), iv.begin() + 12), aad, x, &r)
+                                            : hmac_oneshot(hmac.get(), "SHA2-256", k, x, &r);
+                    if (!ok)
+                        e << j.name << " " << x.size() << " bytes failed: " << error_queue_text() << "\n";
+                    else if (r != want[2 * ji + z])
+                        e << j.name << " " << x.size() << " bytes: " << tohex(r) << " != " << tohex(want[2 * ji + z]) << "\n";
+                }
+            }
+            errors[t] = e.str();
+        });
+    }
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < kThreads; t++)
+        EXPECT_EQ(errors[t], "") << "thread " << t;
+    /* one implementation per algorithm fetched, each set up once */
+    EXPECT_EQ(software_ready(*lib_), (uint64_t)jobs.size());
 }
 
 /*

@@ -85,6 +85,11 @@
 #define HWAF_PARAM_FALLBACKS_DESCRIPTORS "hwaf-fallbacks-descriptors" /* uint64 */
 #define HWAF_PARAM_FALLBACKS_SANDBOX "hwaf-fallbacks-sandbox"         /* uint64 */
 #define HWAF_PARAM_FALLBACKS_KNOWN_ANSWER "hwaf-fallbacks-known-answer" /* uint64 */
+/* Of this provider instance's implementations, how many have their
+ * software path (OpenSSL's default provider's functions) set up: none
+ * after the load; each at its first context, all at the first request for
+ * hwaf-thresholds, hwaf-algorithms, hwaf-request-max or buildinfo. */
+#define HWAF_PARAM_SOFTWARE_READY "hwaf-software-ready"     /* uint64 */
 /*
  * One line per offered implementation, in the order of hwaf-algorithms:
  *   "<OpenSSL name> <backend> <kernel driver> offload_min=<bytes|never>
