@@ -312,7 +312,26 @@ static const calib_line *calib_find(const hwaf_calib *c, const hwaf_impl *impl)
 
 void hwaf_probe_alg_token(const hwaf_alg *alg, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%u", alg->kname, alg->keylen);
+    /* "%s/%u" without snprintf's cost: a cached load asks it once per
+     * algorithm and backend. */
+    char num[12];
+    size_t kl = strlen(alg->kname), nd = 0;
+    unsigned int k = alg->keylen;
+
+    do
+        num[nd++] = (char)('0' + k % 10);
+    while ((k /= 10) != 0);
+    if (len == 0)
+        return;
+    if (kl + 1 + nd >= len) {
+        snprintf(buf, len, "%s/%u", alg->kname, alg->keylen);   /* cut short */
+        return;
+    }
+    memcpy(buf, alg->kname, kl);
+    buf[kl++] = '/';
+    while (nd > 0)
+        buf[kl++] = num[--nd];
+    buf[kl] = '\0';
 }
 
 const char *hwaf_calib_probe_key(const hwaf_calib *c, const char *be)
@@ -329,8 +348,10 @@ int hwaf_calib_probe_drivers(const hwaf_calib *c, const char *be, const hwaf_alg
     int i, n = 0;
 
     hwaf_probe_alg_token(alg, tok, sizeof(tok));
+    /* The token first, and its first byte inline: most lines differ there. */
     for (i = 0; c != NULL && i < c->nfound && n < max; i++)
-        if (strcmp(c->found[i].backend, be) == 0 && strcmp(c->found[i].alg, tok) == 0)
+        if (c->found[i].alg[0] == tok[0] && strcmp(c->found[i].alg, tok) == 0
+            && strcmp(c->found[i].backend, be) == 0)
             out[n++] = c->found[i].drv;
     return n;
 }
