@@ -21,6 +21,8 @@
 #define BLK 16
 /* XTS: at most 2^20 blocks per data unit (IEEE Std 1619-2018). */
 #define XTS_MAX_UNIT ((size_t)1 << 24)
+/* The fast path's smallest update: XTS needs a whole block (IEEE Std 1619). */
+#define FAST_LO(mode) ((mode) == HWAF_MODE_XTS ? (size_t)BLK : (size_t)1)
 /* CTR: work this small goes to the kernel in one piece, tail included. */
 #define CTR_BOUNCE 4096
 
@@ -33,11 +35,11 @@ typedef struct hwaf_cipher_ctx_st {
                                      * iv (CBC, CTR), num and buf (CTR) are
                                      * stale */
     int offload;                    /* HWAF_PARAM_OFFLOAD: HWAF_OFFLOAD_* */
-    /* The fast path (cipher_update): an update of inl bytes with
-     * inl - fast_lo < fast_span and no bits of fast_mask goes straight to
-     * the running software stream.  Worked out by fast_set() after every
+    /* The fast path (cipher_update_<mode>): an update of inl bytes with
+     * inl - FAST_LO(mode) < fast_span (CBC: whole blocks only) goes straight
+     * to the running software stream.  Worked out by fast_set() after every
      * call that can change what it depends on; fast_span 0: never. */
-    size_t fast_lo, fast_span, fast_mask;
+    size_t fast_span;
     OSSL_FUNC_cipher_update_fn *fast_fn; /* hwaf_soft_cipher_direct() */
     void *fast_c;
     /* Software work of the fast path, added to the process's counters at
@@ -223,12 +225,10 @@ static void tally_fold(hwaf_cipher_ctx *ctx)
 static void fast_set(hwaf_cipher_ctx *ctx)
 {
     const hwaf_alg *alg = ALG(ctx);
-    size_t hi;
+    size_t hi, lo;
 
     tally_fold(ctx);
     ctx->fast_span = 0;
-    ctx->fast_lo = 1;
-    ctx->fast_mask = 0;
     if (!ctx->sw_live || ctx->finalised || ctx->failed || ctx->offload == HWAF_OFFLOAD_KERNEL)
         return;
     hwaf_soft_cipher_direct(ctx->sw, sw_dir(ctx), &ctx->fast_fn, &ctx->fast_c);
@@ -237,16 +237,15 @@ static void fast_set(hwaf_cipher_ctx *ctx)
     case HWAF_MODE_CBC:
         if (ctx->bufsz != 0 || (!ctx->enc && ctx->pad) || ctx->tlsversion != 0)
             return;
-        ctx->fast_mask = BLK - 1;
         break;
     case HWAF_MODE_CTR:
         break;
     default:
-        ctx->fast_lo = BLK;
         if (hi > XTS_MAX_UNIT + 1)
             hi = XTS_MAX_UNIT + 1;
     }
-    ctx->fast_span = hi > ctx->fast_lo ? hi - ctx->fast_lo : 0;
+    lo = FAST_LO(alg->mode);
+    ctx->fast_span = hi > lo ? hi - lo : 0;
 }
 
 /* Size-aware dispatch: 1 when an operation of n bytes is computed in software. */
@@ -596,7 +595,6 @@ static OSSL_FUNC_cipher_freectx_fn cipher_freectx;
 static OSSL_FUNC_cipher_dupctx_fn cipher_dupctx;
 static OSSL_FUNC_cipher_encrypt_init_fn cipher_einit;
 static OSSL_FUNC_cipher_decrypt_init_fn cipher_dinit;
-static OSSL_FUNC_cipher_update_fn cipher_update;
 static OSSL_FUNC_cipher_final_fn cipher_final;
 static OSSL_FUNC_cipher_cipher_fn cipher_cipher;
 static OSSL_FUNC_cipher_get_ctx_params_fn cipher_get_ctx_params;
@@ -1020,13 +1018,14 @@ static __attribute__((noinline)) int slow_update(hwaf_cipher_ctx *ctx, unsigned 
  * leaves its own, and the next update goes on from there as it would; such
  * an update is counted all the same (it cannot happen on the sizes that
  * come here: whole blocks, at least a block for XTS, room for the output).
+ * One update function per mode, so that the mode's smallest size and
+ * CBC's whole blocks are constants of the test, not loads from the context.
  */
-static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
-                         size_t outsize, const unsigned char *in, size_t inl)
+static inline int fast_update(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
+                              size_t outsize, const unsigned char *in, size_t inl,
+                              size_t lo, size_t mask)
 {
-    hwaf_cipher_ctx *ctx = vctx;
-
-    if (inl - ctx->fast_lo < ctx->fast_span && (inl & ctx->fast_mask) == 0 && inl <= outsize
+    if (inl - lo < ctx->fast_span && (inl & mask) == 0 && inl <= outsize
         && ctx->tally_gen == hwaf_fork_generation) {
         ctx->tally_ops++;
         ctx->tally_bytes += inl;
@@ -1034,6 +1033,19 @@ static int cipher_update(void *vctx, unsigned char *out, size_t *outl,
     }
     return slow_update(ctx, out, outl, outsize, in, inl);
 }
+
+#define CIPHER_UPDATE_MODE(mode, mask)                                             \
+    static OSSL_FUNC_cipher_update_fn cipher_update_##mode;                        \
+    static int cipher_update_##mode(void *vctx, unsigned char *out, size_t *outl,  \
+                                    size_t outsize, const unsigned char *in,       \
+                                    size_t inl)                                    \
+    {                                                                              \
+        return fast_update(vctx, out, outl, outsize, in, inl,                      \
+                           FAST_LO(HWAF_MODE_##mode), mask);                       \
+    }
+CIPHER_UPDATE_MODE(CBC, BLK - 1)
+CIPHER_UPDATE_MODE(CTR, 0)
+CIPHER_UPDATE_MODE(XTS, 0)
 
 static int final_body(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
                       size_t outsize)
@@ -1297,12 +1309,12 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
 
 /* ---- one dispatch table per (algorithm, implementation slot) ---- */
 
-#define CIPHER_COMMON_FNS                                                          \
+#define CIPHER_COMMON_FNS(mode)                                                    \
     { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))cipher_freectx },                  \
     { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))cipher_dupctx },                    \
     { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))cipher_einit },               \
     { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))cipher_dinit },               \
-    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))cipher_update },                    \
+    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))cipher_update_##mode },             \
     { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))cipher_final },                      \
     { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))cipher_cipher },                    \
     { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))hwaf_cipher_gettable_params },  \
@@ -1311,7 +1323,7 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
     { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                        \
       (void (*)(void))cipher_gettable_ctx_params }
 
-#define CIPHER_SLOT(id, s)                                                         \
+#define CIPHER_SLOT(id, mode, s)                                                   \
     static OSSL_FUNC_cipher_newctx_fn newctx_##id##_##s;                           \
     static void *newctx_##id##_##s(void *provctx)                                  \
     {                                                                              \
@@ -1322,7 +1334,7 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
         { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))get_params_##id },          \
         { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                    \
           (void (*)(void))settable_##id },                                         \
-        CIPHER_COMMON_FNS,                                                         \
+        CIPHER_COMMON_FNS(mode),                                                   \
         { 0, NULL }                                                                \
     };
 
@@ -1330,15 +1342,16 @@ static const OSSL_PARAM xts_known_settable_ctx_params[] = {
     static OSSL_FUNC_cipher_get_params_fn get_params_##id;                         \
     static int get_params_##id(OSSL_PARAM params[])                                \
     {                                                                              \
-        return hwaf_cipher_alg_params(&hwaf_algs[HWAF_ALG_##id], params);               \
+        return hwaf_cipher_alg_params(&hwaf_algs[HWAF_ALG_##id], params);          \
     }                                                                              \
     static OSSL_FUNC_cipher_settable_ctx_params_fn settable_##id;                  \
     static const OSSL_PARAM *settable_##id(void *cctx, void *provctx)              \
     {                                                                              \
-        return HWAF_MODE_##mode == HWAF_MODE_XTS ? xts_known_settable_ctx_params    \
+        return HWAF_MODE_##mode == HWAF_MODE_XTS ? xts_known_settable_ctx_params   \
                                                  : cipher_known_settable_ctx_params; \
     }                                                                              \
-    CIPHER_SLOT(id, 0) CIPHER_SLOT(id, 1) CIPHER_SLOT(id, 2) CIPHER_SLOT(id, 3)
+    CIPHER_SLOT(id, mode, 0) CIPHER_SLOT(id, mode, 1) CIPHER_SLOT(id, mode, 2)     \
+    CIPHER_SLOT(id, mode, 3)
 
 #define ONLY_CIPHER(id, names, kname, kind, mode, kl, ivl, bl, mdl) \
     ONLY_CIPHER_##kind(id, names, kname, kind, mode, kl, ivl, bl, mdl)
