@@ -148,6 +148,7 @@ static void usage(FILE *f)
         "                   build tree when it holds hwaf.so, else libcrypto's)\n"
         "  --list           only list the implementations of each algorithm\n"
         "  --quiet          no progress line on stderr\n"
+        "  --turn-order N   print the order of the turns for N lines (a row per slice)\n"
         "algorithms:");
     for (i = 0; i < NALGS; i++)
         fprintf(f, " %s", algs[i].name);
@@ -360,6 +361,25 @@ static void arm_watchdog(const result *r, double budget)
 }
 
 /* Warm-up: caches, page faults, kernel allocations, CPU frequency. */
+/*
+ * Position turn of row row (taken modulo the design's rows) of a Williams
+ * design for n lines: n rows for even n, 2n for odd n (the rows and their
+ * mirror images).  Over all rows every ordered pair of different lines is
+ * adjacent, the first right before the second, equally often (once for even
+ * n, twice for odd n).  Its first row is 0, 1, n-1, 2, n-2, ...; row r adds r.
+ */
+static int williams(int n, int row, int turn)
+{
+    int k, w;
+
+    if (n < 2)
+        return 0;
+    row %= n % 2 == 0 ? n : 2 * n;
+    k = row < n ? turn : n - 1 - turn;
+    w = k == 0 ? 0 : k % 2 == 1 ? (k + 1) / 2 : n - k / 2;
+    return (w + row % n) % n;
+}
+
 static int warm_up(bench_inst *inst, const unsigned char *in, unsigned char *out,
                    size_t len, result *r)
 {
@@ -1240,13 +1260,23 @@ static void run_alg(const bench_alg *a, unsigned char *in, unsigned char *out,
                 }
                 alarm(0);
             }
+            /* The lines that take turns in this pass, in their order. */
+            int live[BENCH_MAX_INST], nlive = 0;
+
+            for (i = 0; i < s.n; i++)
+                if (results[base + (size_t)i].status == ST_OK)
+                    live[nlive++] = i;
             for (sl = 0; sl < nslices; sl++) {
                 int turn;
 
-                /* The order rotates from slice to slice (and pass to pass):
-                 * no line always follows the same other line. */
-                for (turn = 0; turn < s.n; turn++) {
-                    i = (turn + sl + rep) % s.n;
+                /* The order of the turns changes from slice to slice (and
+                 * pass to pass) by the rows of a Williams design: over its
+                 * rows each line comes right after each other line equally
+                 * often, so that what a line leaves behind (a kernel line's
+                 * system calls, its caches) does not fall on one other line
+                 * more than on the rest. */
+                for (turn = 0; turn < nlive; turn++) {
+                    i = live[williams(nlive, rep * nslices + sl, turn)];
                     result *r = &results[base + (size_t)i];
                     result *t = &runs[(size_t)i * (size_t)opt.repeat + (size_t)rep];
 
@@ -1391,6 +1421,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "hwaf-bench: unknown option or missing value: %s\n", arg);
             usage(stderr);
             return 64;
+        } else if (strcmp(arg, "--turn-order") == 0) {
+            /* The order of the turns for N lines, one row a line. */
+            int n = atoi(val), r, t, rows = n == 1 ? 1 : n % 2 == 0 ? n : 2 * n;
+
+            if (n < 1 || n > BENCH_MAX_INST) {
+                fprintf(stderr, "hwaf-bench: --turn-order takes 1 to %d\n", BENCH_MAX_INST);
+                return 64;
+            }
+            for (r = 0; r < rows; r++)
+                for (t = 0; t < n; t++)
+                    printf("%d%c", williams(n, r, t), t + 1 < n ? ' ' : '\n');
+            return 0;
         } else if (strcmp(arg, "--algs") == 0) {
             if (!parse_list(val, add_alg)) {
                 fprintf(stderr, "hwaf-bench: unknown algorithm in '%s'\n", val);
