@@ -377,9 +377,9 @@ void hwaf_soft_setup(hwaf_impl *impl)
             impl->offload_src = HWAF_SRC_DEFAULT;
         }
         __atomic_add_fetch(&impl->prov->soft_ready, 1, __ATOMIC_RELAXED);
-        HWAF_DEBUG("software path: %s via %s %s: %s", impl->alg->kname, impl->be->name,
-                   impl->drv.name, impl->soft != NULL ? "set up"
-                   : "none, always the kernel");
+        HWAF_DEBUG("software path: %.*s via %s %s: %s",
+                   (int)strcspn(impl->alg->names, ":"), impl->alg->names, impl->be->name,
+                   impl->drv.name, impl->soft != NULL ? "set up" : "none, always the kernel");
         __atomic_store_n(&impl->soft_ready, 1, __ATOMIC_RELEASE);
     }
     hwaf_mutex_unlock(&soft_setup_lock);
