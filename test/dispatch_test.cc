@@ -895,20 +895,19 @@ uint64_t software_ready(const LibCtx &lib)
     return n;
 }
 
-/* AES-GCM encryption with a 12-byte IV: ciphertext then the 16-byte tag. */
+/* AES-GCM encryption with a 12-byte IV, AAD and data in one piece each
+ * (gcm_run): ciphertext then the 16-byte tag. */
 bool gcm_oneshot(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, const Bytes &aad,
                  const Bytes &in, Bytes *out)
 {
     CtxPtr ctx(EVP_CIPHER_CTX_new());
-    int l = 0, l2 = 0;
-    out->assign(in.size() + 16, 0);
-    if (!EVP_EncryptInit_ex2(ctx.get(), c, key.data(), iv.data(), nullptr)
-        || !EVP_EncryptUpdate(ctx.get(), nullptr, &l, aad.data(), (int)aad.size())
-        || !EVP_EncryptUpdate(ctx.get(), out->data(), &l, in.data(), (int)in.size())
-        || !EVP_EncryptFinal_ex(ctx.get(), out->data() + l, &l2)
-        || !EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16, out->data() + in.size()))
+    GcmRun r = gcm_run(ctx.get(), c, 1, &key, iv, aad, {aad.size()}, in, {in.size()}, Bytes(),
+                       false, -1);
+    if (!r.ok || r.out.size() != in.size())
         return false;
-    return (size_t)(l + l2) == in.size();
+    *out = r.out;
+    out->insert(out->end(), r.tag.begin(), r.tag.end());
+    return true;
 }
 
 bool hmac_oneshot(EVP_MAC *m, const char *digest, const Bytes &key, const Bytes &in, Bytes *out)
