@@ -360,7 +360,6 @@ static void arm_watchdog(const result *r, double budget)
     alarm(secs);
 }
 
-/* Warm-up: caches, page faults, kernel allocations, CPU frequency. */
 /*
  * Position turn of row row (taken modulo the design's rows) of a Williams
  * design for n lines: n rows for even n, 2n for odd n (the rows and their
@@ -380,6 +379,7 @@ static int williams(int n, int row, int turn)
     return (w + row % n) % n;
 }
 
+/* Warm-up: caches, page faults, kernel allocations, CPU frequency. */
 static int warm_up(bench_inst *inst, const unsigned char *in, unsigned char *out,
                    size_t len, result *r)
 {
