@@ -64,8 +64,8 @@ typedef struct hwaf_cipher_ctx_st {
     unsigned char buf[BLK];         /* CBC: pending input; CTR: keystream */
     size_t bufsz;                   /* CBC: bytes in buf */
     unsigned int num;               /* CTR: keystream bytes of buf used */
-    /* XTS units larger than one backend operation: an ecb(aes) session with
-     * the tweak key, opened on first need (see xts_split). */
+    /* XTS units larger than one backend operation: the default provider's
+     * AES-ECB with the tweak key, for the pieces' tweaks (see xts_split). */
     hwaf_impl ecb_impl;
     hwaf_be_cipher *ecb;
     /* CBC under libssl: TLS record processing (hwaf_tls.c). */
@@ -74,7 +74,8 @@ typedef struct hwaf_cipher_ctx_st {
     unsigned char *tlsmac;          /* the last record's MAC, ours */
 } hwaf_cipher_ctx;
 
-/* The raw block cipher XTS splitting needs; never offered to OpenSSL. */
+/* The raw block cipher XTS splitting needs for its tweaks, in software;
+ * never offered to OpenSSL. */
 static const hwaf_alg ecb_aes[2] = {
     { "AES-128-ECB", "ecb(aes)", HWAF_KIND_CIPHER, HWAF_MODE_NONE, 16, 0, 16, 0,
       NULL, NULL, NULL, NULL, 0 },
@@ -96,13 +97,10 @@ static void be_drop(hwaf_cipher_ctx *ctx, int abandon)
     const hwaf_backend *be = ctx->impl->be;
 
     if (ctx->ecb != NULL) {
-        if (abandon)
-            be->cipher_abandon(ctx->ecb);
-        else
-            be->cipher_close(ctx->ecb);
+        /* software: nothing of the kernel's to abandon after fork() */
+        hwaf_backend_soft.cipher_close(ctx->ecb);
         ctx->ecb = NULL;
-        if (be->impl_free != NULL)
-            be->impl_free(&ctx->ecb_impl);
+        hwaf_backend_soft.impl_free(&ctx->ecb_impl);
     }
     if (ctx->be == NULL)
         return;
@@ -495,33 +493,42 @@ static void xts_mul_alpha(unsigned char t[BLK], size_t n)
  * An XTS data unit larger than the backend takes in one operation (AF_ALG:
  * its socket's send buffer).  The tweak of block j is E_K2(IV) * alpha^j, and
  * the kernel derives it from the IV it is given, so a piece starting at block
- * j gets IV_j = D_K2(E_K2(IV) * alpha^j), computed through an ecb(aes)
- * session with the tweak key.  Pieces are whole blocks; the last keeps at
- * least two blocks' worth when the unit ends in a partial block, so that
- * ciphertext stealing happens inside it.
+ * j gets IV_j = D_K2(E_K2(IV) * alpha^j).  Those two blocks per piece are
+ * computed by the default provider's AES-ECB with the tweak key: a kernel
+ * ecb(aes) would be whatever driver the kernel ranks first, one the
+ * implementation's known answer never checked, of any hardware class.  The
+ * data itself goes through the implementation's own driver.  Pieces are
+ * whole blocks; the last keeps at least two blocks' worth when the unit
+ * ends in a partial block, so that ciphertext stealing happens inside it.
  */
 static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
                      unsigned char *out, const unsigned char *in, size_t len)
 {
-    const hwaf_backend *b = ctx->impl->be;
+    const hwaf_backend *b = &hwaf_backend_soft;
     size_t half = ctx->keylen / 2, off = 0, n, rem;
     unsigned char t[BLK], piv[BLK];
     int ok = 0;
 
     if (ctx->ecb == NULL) {
-        ctx->ecb_impl = *ctx->impl;
-        ctx->ecb_impl.alg = &ecb_aes[half == 32];
-        ctx->ecb_impl.be_data = NULL;
-        snprintf(ctx->ecb_impl.drv.name, sizeof(ctx->ecb_impl.drv.name), "ecb(aes)");
-        if (b->impl_init != NULL && !b->impl_init(&ctx->ecb_impl))
-            return 0;
-        if (!b->cipher_open(&ctx->ecb, &ctx->ecb_impl, ctx->key + half, half)) {
-            if (b->impl_free != NULL)
-                b->impl_free(&ctx->ecb_impl);
-            ctx->ecb = NULL;
+        if (ctx->impl->soft == NULL) {
             HWAF_RAISE(PROV(ctx), HWAF_R_XTS_DATA_UNIT_TOO_LARGE,
-                       "%zu bytes: the %s backend takes at most %zu in one operation "
-                       "and has no ecb(aes) to split the unit", len, b->name, max);
+                       "%zu bytes: the %s backend takes at most %zu in one operation, "
+                       "and splitting the unit needs the default provider's AES-ECB",
+                       len, ctx->impl->be->name, max);
+            return 0;
+        }
+        ctx->ecb_impl = *ctx->impl->soft;
+        ctx->ecb_impl.alg = &ecb_aes[half == 32];
+        ctx->ecb_impl.be = b;
+        ctx->ecb_impl.be_data = NULL;
+        if (!b->impl_init(&ctx->ecb_impl)) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no %s",
+                       ctx->ecb_impl.alg->names);
+            return 0;
+        }
+        if (!b->cipher_open(&ctx->ecb, &ctx->ecb_impl, ctx->key + half, half)) {
+            b->impl_free(&ctx->ecb_impl);
+            ctx->ecb = NULL;
             return 0;
         }
     }

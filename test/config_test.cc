@@ -369,8 +369,7 @@ TEST_F(RequestMax, ConfiguredLimitsSplitEveryRequest)
         if (strstr(name, "XTS") != nullptr)
             k[0] ^= 1; /* the halves differ */
         ASSERT_TRUE(cipher_oneshot(d.get(), 1, k, iv, in, &want, 0));
-        /* XTS: a data unit of the limit's size (units above it take more
-         * than one request there: ecb pieces). */
+        /* XTS: a data unit of the limit's size (larger units: below). */
         Bytes unit(in.begin(), in.begin() + (strstr(name, "XTS") ? limit : len));
         if (strstr(name, "XTS") != nullptr) {
             ASSERT_TRUE(cipher_oneshot(d.get(), 1, k, iv, unit, &want, 0));
@@ -380,6 +379,35 @@ TEST_F(RequestMax, ConfiguredLimitsSplitEveryRequest)
         uint64_t ops = backend_ops(lib) - before;
         EXPECT_TRUE(got == want) << name << ": wrong bytes";
         EXPECT_EQ(ops, (unit.size() + limit - 1) / limit) << name << " in requests of " << limit;
+    }
+    /* An XTS data unit of four limits and 85 bytes (ciphertext stealing in
+     * the last piece), both directions: the default provider's bytes.
+     * Through AF_ALG, hwaf splits it into five requests of the driver
+     * itself; each piece's tweak (the first's encryption and four
+     * decryptions, one block each) comes from the default provider's
+     * AES-ECB, never from a kernel ecb(aes) driver no known answer checked. */
+    {
+        CipherPtr h(EVP_CIPHER_fetch(lib.get(), "AES-256-XTS", query.c_str()));
+        CipherPtr d(EVP_CIPHER_fetch(lib.get(), "AES-256-XTS", "provider=default"));
+        ASSERT_TRUE(h && d) << error_queue_text();
+        std::string line = request_line(lib, "AES-256-XTS", be);
+        size_t limit = line.find("request_max=16384") != std::string::npos ? 16384 : 8192;
+        Bytes k(key.begin(), key.begin() + 64), unit(in.begin(), in.begin() + 4 * limit + 85), want, got,
+            back;
+        k[0] ^= 1;
+        ASSERT_TRUE(cipher_oneshot(d.get(), 1, k, iv, unit, &want, 0));
+        uint64_t before = backend_ops(lib), sw0 = 0, sw1 = 0;
+        ASSERT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_OPS, &sw0));
+        ASSERT_TRUE(cipher_oneshot(h.get(), 1, k, iv, unit, &got, 0)) << error_queue_text();
+        uint64_t ops = backend_ops(lib) - before;
+        ASSERT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_OPS, &sw1));
+        EXPECT_TRUE(got == want) << "AES-256-XTS unit of " << unit.size() << " bytes: wrong bytes";
+        ASSERT_TRUE(cipher_oneshot(h.get(), 0, k, iv, want, &back, 0)) << error_queue_text();
+        EXPECT_TRUE(back == unit) << "AES-256-XTS unit of " << unit.size() << " bytes: wrong plaintext";
+        if (be == "afalg") {
+            EXPECT_EQ(ops, 5u) << "AES-256-XTS: " << unit.size() << " bytes in requests of " << limit;
+            EXPECT_EQ(sw1 - sw0, 5u) << "AES-256-XTS: the five pieces' tweaks in software";
+        }
     }
     MdPtr h(EVP_MD_fetch(lib.get(), "SHA2-256", query.c_str()));
     MdPtr d(EVP_MD_fetch(lib.get(), "SHA2-256", "provider=default"));
