@@ -13,8 +13,9 @@
  *    Decrypting without a tag yet, the request encrypts the ciphertext,
  *    which in GCM yields the plaintext (the counter mode is its own
  *    inverse); the tag is checked at the final.
- *  - Later updates continue the counter stream through a ctr(aes) session
- *    of the same backend, so each update still returns its output at once.
+ *  - Later updates continue the counter stream through hwaf's AES-CTR of
+ *    the same backend and hardware class (its driver checked by its known
+ *    answer), so each update still returns its output at once.
  *  - The final returns no data.  It uses the kept tag when the message was
  *    one update, and otherwise one more GCM request over the whole message
  *    to compute the tag, which is compared in constant time for decryption.
@@ -64,10 +65,15 @@ typedef struct hwaf_aead_ctx_st {
                                      * sandbox, back-off): software; tried again
                                      * at the next message or key */
     int msg_soft;                   /* this message took the software path */
-    /* Counter-mode continuation of updates after the first (ctr(aes), or
-     * the default provider's AES-CTR on the software path: ctr_impl.be). */
-    hwaf_impl ctr_impl;
+    /* Counter-mode continuation of updates after the first (ctr_get):
+     * ctr's implementation, hwaf's AES-CTR of the same backend and class
+     * on the kernel path or ctr_soft (the default provider's AES-CTR). */
+    const hwaf_impl *ctr_impl;
+    hwaf_impl ctr_soft;
     hwaf_be_cipher *ctr;
+    int ctr_none;                   /* the kernel path has no AES-CTR to use:
+                                     * CTR_NONE_* (ctr_kernel_impl); lasts, as
+                                     * the provider's implementations do */
     unsigned char key[32];
     size_t keylen;
     int key_set;
@@ -99,22 +105,25 @@ typedef struct hwaf_aead_ctx_st {
 } hwaf_aead_ctx;
 
 #define PROV(ctx) ((ctx)->impl->prov)
+enum { CTR_NONE_OFFERED = 1, CTR_NONE_FAILED = 2 };
 
 /* ---- sessions ---- */
 
 static void ctr_drop(hwaf_aead_ctx *ctx, int abandon)
 {
-    const hwaf_backend *cb = ctx->ctr_impl.be;
+    const hwaf_backend *cb;
 
     if (ctx->ctr == NULL)
         return;
+    cb = ctx->ctr_impl->be;
     if (abandon)
         cb->cipher_abandon(ctx->ctr);
     else
         cb->cipher_close(ctx->ctr);
     ctx->ctr = NULL;
-    if (cb->impl_free != NULL)
-        cb->impl_free(&ctx->ctr_impl);
+    if (ctx->ctr_impl == &ctx->ctr_soft)
+        cb->impl_free(&ctx->ctr_soft);
+    ctx->ctr_impl = NULL;
 }
 
 static void be_drop(hwaf_aead_ctx *ctx, int abandon)
@@ -278,58 +287,129 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
 }
 
 /*
- * The counter-mode session: the kernel's best ctr(aes) on the kernel path,
- * the default provider's AES-CTR on the software path (and when the kernel
- * session cannot be had for want of descriptors or in a sandbox).
+ * The AES-CTR that continues a kernel-path message: hwaf's own AES-CTR of
+ * the same backend and hardware class (its slot), whose driver its known
+ * answer checks -- not the kernel's generic ctr(aes), which would be
+ * whichever driver the kernel ranks first, never checked by hwaf and of any
+ * class.  NULL with nothing raised when there is none to use, ctx->ctr_none
+ * set: CTR_NONE_OFFERED (the kernel has none of that class, or it failed
+ * its known answer at load) or CTR_NONE_FAILED (its driver failed its known
+ * answer in this process).  NULL with errors raised and ctr_none 0 when the
+ * known answer could not run (a shortage of descriptors, a sandbox), as for
+ * a failed open.
  */
-static hwaf_be_cipher *ctr_get(hwaf_aead_ctx *ctx)
+static const hwaf_impl *ctr_kernel_impl(hwaf_aead_ctx *ctx)
+{
+    const hwaf_impl *c = PROV(ctx)->slot[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8]
+                                        [HWAF_SLOT(ctx->impl->be_index, ctx->impl->hw)];
+    int v, marked;
+
+    if (c == NULL) {
+        HWAF_DEBUG("aead %s via %s: no AES-CTR of the same backend and class to continue "
+                   "a message with", ctx->impl->alg->kname, ctx->impl->drv.name);
+        ctx->ctr_none = CTR_NONE_OFFERED;
+        return NULL;
+    }
+    marked = hwaf_err_mark(PROV(ctx));
+    v = hwaf_impl_verify(c);
+    if (marked)
+        hwaf_err_mark_drop(PROV(ctx), v != HWAF_KAT_UNKNOWN);
+    if (v == HWAF_KAT_UNKNOWN)
+        return NULL;
+    if (v == HWAF_KAT_FAILED) {
+        HWAF_DEBUG("aead %s via %s: AES-CTR driver %s failed its known answer; not used to "
+                   "continue a message", ctx->impl->alg->kname, ctx->impl->drv.name,
+                   c->drv.name);
+        ctx->ctr_none = CTR_NONE_FAILED;
+        return NULL;
+    }
+    return c;
+}
+
+/* The default provider's AES-CTR: the software path's continuation. */
+static hwaf_be_cipher *ctr_soft_open(hwaf_aead_ctx *ctx)
+{
+    const hwaf_backend *be = &hwaf_backend_soft;
+
+    ctx->ctr_soft = *ctx->impl->soft;
+    ctx->ctr_soft.be = be;
+    ctx->ctr_soft.alg = &hwaf_algs[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8];
+    ctx->ctr_soft.be_data = NULL;
+    if (!be->impl_init(&ctx->ctr_soft)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no AES-CTR");
+        return NULL;
+    }
+    if (!be->cipher_open(&ctx->ctr, &ctx->ctr_soft, ctx->key, ctx->keylen)) {
+        be->impl_free(&ctx->ctr_soft);
+        ctx->ctr = NULL;
+        return NULL;
+    }
+    ctx->ctr_impl = &ctx->ctr_soft;
+    return ctx->ctr;
+}
+
+/*
+ * The counter-mode session for updates after a message's first: hwaf's
+ * AES-CTR of the implementation's backend and class on the kernel path
+ * (ctr_kernel_impl); the default provider's AES-CTR on the software path,
+ * when the kernel session cannot be had for want of descriptors or in a
+ * sandbox, and when the kernel path has no AES-CTR to use.  A context that
+ * must stay in the kernel and has none gets NULL with *via_gcm set: its
+ * counter stream then comes from the GCM driver itself (gcm_stream).
+ */
+static hwaf_be_cipher *ctr_get(hwaf_aead_ctx *ctx, int *via_gcm)
 {
     int soft = ctx->msg_soft || ctx->soft_only;
-    const hwaf_backend *be = soft ? &hwaf_backend_soft : ctx->impl->be;
+    const hwaf_impl *want;
     hwaf_open_try t;
 
+    *via_gcm = 0;
     if (!soft && be_get(ctx) == NULL) {
         if (!ctx->soft_only)
             return NULL;
         soft = 1;
-        be = &hwaf_backend_soft;
     }
-    if (ctx->ctr != NULL && ctx->ctr_impl.be == be)
+    if (!soft && ctx->ctr_none) {
+        if (kernel_only(ctx)) {
+            *via_gcm = 1;
+            return NULL;
+        }
+        /* the counter stream in software; the message's GCM requests stay
+         * in the kernel */
+        soft = 1;
+    }
+    if (ctx->ctr != NULL && (ctx->ctr_impl == &ctx->ctr_soft) == soft)
         return ctx->ctr;
     ctr_drop(ctx, ctx->gen != hwaf_fork_generation);
-    ctx->ctr_impl = soft ? *ctx->impl->soft : *ctx->impl;
-    ctx->ctr_impl.be = be;
-    ctx->ctr_impl.alg = &hwaf_algs[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8];
-    ctx->ctr_impl.be_data = NULL;
-    if (!soft)
-        snprintf(ctx->ctr_impl.drv.name, sizeof(ctx->ctr_impl.drv.name), "ctr(aes)");
-    if (be->impl_init != NULL && !be->impl_init(&ctx->ctr_impl)) {
-        if (soft)
-            HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no AES-CTR");
-        return NULL;
+    if (soft) {
+        if (ctx->ctr_none == CTR_NONE_FAILED && !ctx->msg_soft && !ctx->soft_only)
+            hwaf_stats_add_fallback(HWAF_FALLBACK_KNOWN_ANSWER);
+        return ctr_soft_open(ctx);
     }
-    if (!soft && hwaf_open_backoff(ctx->impl, ctx->offload)) {
+    if (hwaf_open_backoff(ctx->impl, ctx->offload)) {
         /* short of descriptors a moment ago: the rest of the message in
          * software, no open */
-        if (be->impl_free != NULL)
-            be->impl_free(&ctx->ctr_impl);
         ctx->msg_soft = 1;
-        return ctr_get(ctx);
+        return ctr_get(ctx, via_gcm);
     }
     hwaf_open_begin(ctx->impl, &t);
-    if (!be->cipher_open(&ctx->ctr, &ctx->ctr_impl, ctx->key, ctx->keylen)) {
-        if (be->impl_free != NULL)
-            be->impl_free(&ctx->ctr_impl);
+    want = ctr_kernel_impl(ctx);
+    if (want == NULL && ctx->ctr_none) {
+        hwaf_open_cancel(ctx->impl, &t);
+        return ctr_get(ctx, via_gcm);
+    }
+    if (want == NULL || !want->be->cipher_open(&ctx->ctr, want, ctx->key, ctx->keylen)) {
         ctx->ctr = NULL;
-        if (!soft && hwaf_open_fallback(ctx->impl, &t, ctx->offload)) {
+        if (hwaf_open_fallback(ctx->impl, &t, ctx->offload)) {
             /* out of descriptors or sandboxed: the rest of the message in
              * software (the key's kernel session, if any, stays) */
             ctx->msg_soft = 1;
-            return ctr_get(ctx);
+            return ctr_get(ctx, via_gcm);
         }
         return NULL;
     }
     hwaf_open_end(ctx->impl, &t);
+    ctx->ctr_impl = want;
     return ctx->ctr;
 }
 
@@ -490,6 +570,7 @@ static void *aead_dupctx(void *vctx)
     /* Sessions are opened again on first use; buffers are copied. */
     dst->be = NULL;
     dst->ctr = NULL;
+    dst->ctr_impl = NULL;
     dst->sbe = NULL;
     dst->aad = dst->data = NULL;
     dst->aadcap = dst->datacap = 0;
@@ -627,19 +708,55 @@ static int fits(hwaf_aead_ctx *ctx, size_t aadmore, size_t datamore)
     return 1;
 }
 
+/*
+ * The counter stream through the implementation's GCM driver, for a
+ * context that must stay in the kernel when the kernel path has no AES-CTR
+ * to use (ctr_get): GCM encrypts the data in counter mode from IV || 2, so
+ * its encryption of zeros is that stream.  One request from the message's
+ * start to the end of this piece, so each such update costs the message so
+ * far again.  buf[0..total) is xored with the stream from block `blocks`.
+ */
+static int gcm_stream(hwaf_aead_ctx *ctx, size_t blocks, unsigned char *buf, size_t total)
+{
+    hwaf_be_aead *be = be_get(ctx);
+    size_t n = blocks * BLK + total, i, max;
+    unsigned char tag[HWAF_GCM_TAG], *z;
+    int ok;
+
+    if (be == NULL)
+        return 0;
+    max = ctx->impl->be->aead_max(be, 0, 0);
+    if (n > max) {
+        too_large(ctx, 0, n, max);
+        return 0;
+    }
+    if ((z = OPENSSL_zalloc(n)) == NULL) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    ok = ctx->impl->be->aead_crypt(be, 1, ctx->iv, NULL, 0, z, z, n, tag, 0) == 1;
+    if (ok)
+        for (i = 0; i < total; i++)
+            buf[i] ^= z[blocks * BLK + i];
+    OPENSSL_clear_free(z, n);
+    OPENSSL_cleanse(tag, sizeof(tag));
+    return ok;
+}
+
 /* Counter-mode output for the message's data at pos..pos+len: updates
  * after the first, and the plaintext of kept ciphertext. */
 static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
                   unsigned char *out, size_t len)
 {
-    hwaf_be_cipher *ctr = ctr_get(ctx);
+    int via_gcm;
+    hwaf_be_cipher *ctr = ctr_get(ctx, &via_gcm);
     size_t pad = pos % BLK, blocks = pos / BLK, n, max;
     size_t total = (pad + len + BLK - 1) & ~(size_t)(BLK - 1), off;
     unsigned char cb[BLK], *buf;
     uint32_t c;
     int ok = 1;
 
-    if (ctr == NULL)
+    if (ctr == NULL && !via_gcm)
         return 0;
     buf = OPENSSL_zalloc(total);
     if (buf == NULL) {
@@ -647,8 +764,12 @@ static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
         return 0;
     }
     memcpy(buf + pad, in, len);
+    if (via_gcm) {
+        ok = gcm_stream(ctx, blocks, buf, total);
+        goto done;
+    }
     /* Counter block of block `blocks` of the data: IV || 2 + blocks.  The
-     * kernel's ctr(aes) carries over 128 bits where GCM's inc32 wraps 32;
+     * AES-CTR carries over 128 bits where GCM's inc32 wraps 32;
      * a message fits one request, far below 2^32 blocks. */
     memcpy(cb, ctx->iv, HWAF_GCM_IV);
     c = (uint32_t)(2 + blocks);
@@ -656,10 +777,10 @@ static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
     cb[13] = (unsigned char)(c >> 16);
     cb[14] = (unsigned char)(c >> 8);
     cb[15] = (unsigned char)c;
-    max = ctx->ctr_impl.be->cipher_max(ctr) & ~(size_t)(BLK - 1);
+    max = ctx->ctr_impl->be->cipher_max(ctr) & ~(size_t)(BLK - 1);
     for (off = 0; ok && off < total; off += n) {
         n = total - off < max ? total - off : max;
-        ok = ctx->ctr_impl.be->cipher_crypt(ctr, 1, cb, buf + off, buf + off, n);
+        ok = ctx->ctr_impl->be->cipher_crypt(ctr, 1, cb, buf + off, buf + off, n);
         /* advance the counter by n / BLK blocks */
         c += (uint32_t)(n / BLK);
         cb[12] = (unsigned char)(c >> 24);
@@ -667,6 +788,7 @@ static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
         cb[14] = (unsigned char)(c >> 8);
         cb[15] = (unsigned char)c;
     }
+ done:
     if (ok)
         memcpy(out, buf + pad, len);
     OPENSSL_clear_free(buf, total);

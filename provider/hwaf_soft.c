@@ -158,6 +158,11 @@ static void open_done(const hwaf_impl *impl, hwaf_open_try *t)
     t->marked = 0;
 }
 
+void hwaf_open_cancel(const hwaf_impl *impl, hwaf_open_try *t)
+{
+    open_done(impl, t);
+}
+
 void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t)
 {
     hwaf_impl *m = (hwaf_impl *)impl;

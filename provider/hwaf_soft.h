@@ -220,6 +220,8 @@ void hwaf_open_begin(const hwaf_impl *impl, hwaf_open_try *t);
  */
 int hwaf_open_verify(const hwaf_impl *impl, hwaf_open_try *t);
 void hwaf_open_end(const hwaf_impl *impl, hwaf_open_try *t);
+/* No open after all: hwaf_open_begin()'s mark dropped, errors kept. */
+void hwaf_open_cancel(const hwaf_impl *impl, hwaf_open_try *t);
 int hwaf_open_fallback(const hwaf_impl *impl, hwaf_open_try *t, int force);
 
 /*

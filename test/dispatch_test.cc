@@ -600,6 +600,85 @@ TEST_F(Dispatch, GcmAadLargerThanTheKernelTakesGoesToSoftware)
     ERR_clear_error();
 }
 
+/*
+ * A GCM message of more than one update continues its counter stream
+ * through hwaf's own AES-CTR of the same backend and hardware class, whose
+ * driver a known answer checks, never through a kernel ctr(aes) that none
+ * checked.  Here the GCM driver is classed as hardware and only hardware is
+ * offered (hw_drivers, allow_software = no), so that class has no AES-CTR:
+ * the continuation takes the default provider's AES-CTR (software bytes,
+ * no kernel cipher request), and a context forced to the kernel takes the
+ * counter stream from the GCM driver itself (no software, one more GCM
+ * request per later update).  Both directions, three updates of odd sizes:
+ * the default provider's ciphertext, tag and plaintext.
+ */
+TEST_F(Dispatch, GcmContinuationWithoutAesCtrOfItsClass)
+{
+    const std::string be = env().backend == "devcrypto" ? "devcrypto" : "afalg";
+    std::string text, gcm;
+    ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_ALGORITHMS, &text));
+    for (const ImplLine &l : parse_algorithms(text))
+        if (l.name == "AES-128-GCM" && l.backend == be && gcm.empty())
+            gcm = l.driver;
+    ASSERT_FALSE(gcm.empty()) << "AES-128-GCM not offered through " << be << ":\n" << text;
+    LibCtx lib(make_config("backends = " + be + "\nhw_drivers = " + gcm
+                           + "\nallow_software = no\noffload_min = 0\n"));
+    ASSERT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << lib.load_errors();
+    std::string algs;
+    ASSERT_TRUE(lib.prov_param(HWAF_PARAM_ALGORITHMS, &algs));
+    ASSERT_EQ(algs.find("AES-128-CTR " + be + " "), std::string::npos)
+        << "an AES-CTR of the GCM driver's class is offered:\n" << algs;
+    CipherPtr h(EVP_CIPHER_fetch(lib.get(), "AES-128-GCM", ("provider=hwaf,hwaf.hw=yes,hwaf.backend=" + be).c_str()));
+    CipherPtr d(EVP_CIPHER_fetch(lib.get(), "AES-128-GCM", "provider=default"));
+    ASSERT_TRUE(h && d) << algs << error_queue_text();
+    const Bytes key = random_bytes(16), iv = random_bytes(12), aad = random_bytes(20), pt = random_bytes(3000);
+    const std::vector<size_t> dc = {1000, 1100, 900};
+    GcmRun ref = gcm_run(CtxPtr(EVP_CIPHER_CTX_new()).get(), d.get(), 1, &key, iv, aad, {aad.size()}, pt, dc,
+                         Bytes(), false, -1);
+    ASSERT_TRUE(ref.ok);
+    auto kernel = [&](const char *name) {
+        uint64_t v = 0;
+        EXPECT_TRUE(lib.prov_param(name, &v)) << name;
+        return v;
+    };
+    for (int force : {-1, 1}) {
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        int f = force;
+        OSSL_PARAM p[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &f), OSSL_PARAM_construct_end()};
+        ASSERT_TRUE(EVP_EncryptInit_ex2(c.get(), h.get(), key.data(), iv.data(), p)) << error_queue_text();
+        EXPECT_EQ(ctx_param_int(c.get(), HWAF_PARAM_HW), 1);
+        EXPECT_EQ(ctx_param_str(c.get(), HWAF_PARAM_DRIVER), gcm);
+        for (int enc : {1, 0}) {
+            const std::string what = std::string(enc ? "encrypt" : "decrypt") + (force == 1 ? ", forced" : ", auto");
+            Counts c0 = counts(lib);
+            uint64_t cops = kernel(HWAF_PARAM_CIPHER_OPS), aops = kernel(HWAF_PARAM_AEAD_OPS);
+            GcmRun r = gcm_run(c.get(), h.get(), enc, nullptr, iv, aad, {aad.size()}, enc ? pt : ref.out, dc,
+                               enc ? Bytes() : ref.tag, false, -1);
+            ASSERT_TRUE(r.ok) << what << ": " << error_queue_text();
+            EXPECT_EQ(ERR_peek_error(), 0u) << what << ": " << error_queue_text();
+            if (enc) {
+                EXPECT_EQ(tohex(r.out), tohex(ref.out)) << what;
+                EXPECT_EQ(tohex(r.tag), tohex(ref.tag)) << what;
+            } else {
+                EXPECT_TRUE(r.out == pt) << what << ": wrong plaintext";
+            }
+            Counts c1 = counts(lib);
+            EXPECT_EQ(kernel(HWAF_PARAM_CIPHER_OPS), cops) << what << ": a kernel cipher request";
+            if (force == 1) {
+                EXPECT_EQ(c1.sw_bytes, c0.sw_bytes) << what << ": software in a context forced to the kernel";
+                /* the first update, one per later update, the final's tag
+                 * request, and encrypting one more before it: the kept
+                 * ciphertext turned back into the plaintext */
+                EXPECT_EQ(kernel(HWAF_PARAM_AEAD_OPS) - aops, enc ? 5u : 4u) << what;
+            } else {
+                EXPECT_GE(c1.sw_bytes - c0.sw_bytes, 2000u) << what << ": the continuation not in software";
+                EXPECT_EQ(kernel(HWAF_PARAM_AEAD_OPS) - aops, 2u) << what;
+            }
+        }
+        EXPECT_EQ(ctx_param_int(c.get(), HWAF_PARAM_OFFLOAD, -7), force);
+    }
+}
+
 class DispatchHmac : public Dispatch, public ::testing::WithParamInterface<DigestAlg> {
 protected:
     MacPtr fetch(const char *query)

@@ -255,7 +255,7 @@ void on_alarm_install()
 
 /*
  * GCM (both directions: AAD, 100 bytes, 16 KiB, final and tag; one AEAD
- * request and then the ctr(aes) continuation) and HMAC (EVP_MAC: 100
+ * request and then the AES-CTR continuation) and HMAC (EVP_MAC: 100
  * bytes, 16 KiB, final), on either backend: one configuration, as neither
  * has a zero-copy path.
  */

@@ -7,9 +7,11 @@
  * Known answers run once per process, so every case is a child forked
  * before hwaf was ever loaded in this process.  Each child loads hwaf from
  * an openssl.cnf naming only BACKEND (afalg or devcrypto) and offload_min
- * = 1024, and runs SHA2-256, AES-128-CBC, AES-128-GCM and HMAC-SHA2-256
- * over 4096 bytes through hwaf,
- * compared with OpenSSL's default provider:
+ * = 1024, and runs SHA2-256, AES-128-CBC, AES-128-GCM, HMAC-SHA2-256 and
+ * AES-128-GCM in two updates of 2048 bytes (the second continues the
+ * counter stream through hwaf's AES-CTR of the same backend and class,
+ * whose known answer runs there) over 4096 bytes through hwaf, compared
+ * with OpenSSL's default provider:
  *
  * - no fault: the first operation of each makes more system calls than the
  *   next one (its known answer ran there, not at load), the kernel did the
@@ -28,7 +30,15 @@
  *   the fallbacks as the parameter does (fallbacks_known_answer);
  * - the same calls failing with EMFILE (a passing shortage): the bytes are
  *   right, nothing is blamed on the driver (hwaf-fallbacks-known-answer 0)
- *   and the next operation runs the known answer again and uses the kernel.
+ *   and the next operation runs the known answer again and uses the kernel;
+ * - GCM in two updates: every call of the first operation fails in turn
+ *   (the AES-CTR's known answer comes after the GCM session's own calls);
+ *   where the AES-CTR driver failed its known answer (a new load no longer
+ *   offers it, but still the GCM driver), the message's GCM requests stay
+ *   in the kernel and its continuation goes to software, counted, and a
+ *   context forced to the kernel still succeeds (the counter stream from
+ *   the GCM driver), also in a child after fork; at least one call must
+ *   fail it.
  *
  * Prints one line per defect ("defect: ...") and a summary; exit 0 when
  * there is none.  Linked with the fault shim (fault_shim.c), like hwaf-faults.
@@ -111,8 +121,10 @@ static uint64_t kernel_ops(struct lib *l)
                                                         : HWAF_PARAM_AFALG_OPS);
 }
 
-/* The algorithms: 0 SHA2-256, 1 AES-128-CBC, 2 AES-128-GCM, 3 HMAC-SHA2-256. */
-#define NALGS 4
+/* The algorithms: 0 SHA2-256, 1 AES-128-CBC, 2 AES-128-GCM, 3 HMAC-SHA2-256,
+ * 4 AES-128-GCM in two updates. */
+#define NALGS 5
+#define GCM2 4
 
 /* One operation over msg through provider query q; force: hwaf-offload
  * (-1: not set).  1 and out[] filled, or 0. */
@@ -132,17 +144,18 @@ static int run(struct lib *l, int alg, const char *q, int force, unsigned char *
         *outl = ml;
         EVP_MD_CTX_free(c);
         EVP_MD_free(md);
-    } else if (alg == 1 || alg == 2) {
+    } else if (alg == 1 || alg == 2 || alg == GCM2) {
         EVP_CIPHER *ci = EVP_CIPHER_fetch(l->lib, alg == 1 ? "AES-128-CBC" : "AES-128-GCM", q);
         EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-        int l1 = 0, l2 = 0;
+        int l1 = 0, l2 = 0, l3 = 0, half = alg == GCM2 ? LEN / 2 : LEN;
 
         ok = ci != NULL && c != NULL
              && EVP_EncryptInit_ex2(c, ci, key, iv, force >= 0 ? p : NULL)
-             && EVP_EncryptUpdate(c, out, &l1, msg, LEN)
-             && EVP_EncryptFinal_ex(c, out + l1, &l2);
-        *outl = (size_t)(l1 + l2);
-        if (ok && alg == 2) {
+             && EVP_EncryptUpdate(c, out, &l1, msg, half)
+             && (half == LEN || EVP_EncryptUpdate(c, out + l1, &l3, msg + half, LEN - half))
+             && EVP_EncryptFinal_ex(c, out + l1 + l3, &l2);
+        *outl = (size_t)(l1 + l2 + l3);
+        if (ok && alg != 1) {
             OSSL_PARAM t[] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                                        out + *outl, 16), OSSL_PARAM_END };
 
@@ -231,16 +244,28 @@ static unsigned counted_run(struct lib *l, int alg, const char *what)
 
 static const char *alg_name(int alg)
 {
-    static const char *const n[NALGS] = { "SHA2-256", "AES-128-CBC", "AES-128-GCM", "HMAC" };
+    static const char *const n[NALGS] = { "SHA2-256", "AES-128-CBC", "AES-128-GCM", "HMAC",
+                                          "AES-128-GCM in two updates" };
 
     return n[alg];
+}
+
+/* The name of alg's implementation in hwaf-algorithms. */
+static const char *impl_name(int alg)
+{
+    return alg == GCM2 ? "AES-128-GCM" : alg_name(alg);
+}
+
+static uint64_t cipher_ops(struct lib *l)
+{
+    return counter(l, HWAF_PARAM_CIPHER_OPS);
 }
 
 /* The reference: no fault.  Writes the first and steady call counts. */
 static int reference(int alg, unsigned *first, unsigned *steady)
 {
     struct lib l;
-    uint64_t ops;
+    uint64_t ops, cops;
     pid_t pid;
     int st = 0;
 
@@ -253,7 +278,13 @@ static int reference(int alg, unsigned *first, unsigned *steady)
     for (unsigned i = 1; i <= *first && fault_call_name(i) != NULL; i++)
         printf("%s%s", i > 1 ? " " : "first operation's calls: ", fault_call_name(i));
     printf("\n");
+    cops = cipher_ops(&l);
     *steady = counted_run(&l, alg, "second operation");
+    /* the second update, and the final turning the kept ciphertext back
+     * into the plaintext for the tag */
+    if (alg == GCM2 && cipher_ops(&l) != cops + 2)
+        defect("%s %s: the continuation made %llu kernel cipher requests, not 2", backend,
+               alg_name(alg), (unsigned long long)(cipher_ops(&l) - cops));
     if (kernel_ops(&l) <= ops)
         defect("%s %s: no work reached the kernel", backend, alg_name(alg));
     if (*first <= *steady)
@@ -313,8 +344,68 @@ static void check_failed(struct lib *l, int alg, const char *where)
                "known answer", backend, alg_name(alg), where);
 }
 
+/* GCM in two updates, after a failure counted as a failed known answer:
+ * was it the AES-CTR driver's (a new load offers the GCM driver gcm but no
+ * longer the AES-CTR driver ctr)? */
+static int ctr_failed(const char *gcm, const char *ctr)
+{
+    struct lib l2;
+    char g2[256], c2[256];
+    int r = 0;
+
+    if (!lib_open(&l2)) {
+        defect("%s: a second load failed", backend);
+        lib_close(&l2);
+        return 0;
+    }
+    driver_of(&l2, "AES-128-GCM", g2, sizeof(g2));
+    driver_of(&l2, "AES-128-CTR", c2, sizeof(c2));
+    r = gcm[0] != '\0' && strcmp(gcm, g2) == 0 && ctr[0] != '\0' && strcmp(ctr, c2) != 0;
+    lib_close(&l2);
+    return r;
+}
+
+/* After the AES-CTR driver failed its known answer (in this process or its
+ * parent): a GCM message in two updates keeps its GCM requests in the
+ * kernel, its continuation in software (counted), no kernel cipher
+ * request; forced to the kernel, it succeeds, nothing counted. */
+static void check_ctr_failed(struct lib *l, const char *where)
+{
+    unsigned char a[LEN + 64], b[LEN + 64];
+    size_t al = 0, bl = 0;
+    uint64_t fb = counter(l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER), ops = kernel_ops(l);
+    uint64_t cops = cipher_ops(l);
+
+    run_checked(l, GCM2, where, 0);
+    if (kernel_ops(l) <= ops)
+        defect("%s GCM in two updates %s: no GCM request reached the kernel after the AES-CTR "
+               "driver failed its known answer", backend, where);
+    if (cipher_ops(l) != cops)
+        defect("%s GCM in two updates %s: a kernel cipher request after the AES-CTR driver "
+               "failed its known answer", backend, where);
+    if (counter(l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER) != fb + 1)
+        defect("%s GCM in two updates %s: the continuation in software was not counted",
+               backend, where);
+    fb = counter(l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER);
+    ERR_clear_error();
+    if (!run(l, GCM2, hwaf_q, 1, a, &al) || !run(l, GCM2, "provider=default", -1, b, &bl)) {
+        defect("%s GCM in two updates %s: a context forced to the kernel failed", backend,
+               where);
+        ERR_print_errors_fp(stdout);
+    } else if (al != bl || memcmp(a, b, al) != 0) {
+        defect("%s GCM in two updates %s, forced to the kernel: wrong bytes", backend, where);
+    }
+    if (cipher_ops(l) != cops)
+        defect("%s GCM in two updates %s, forced to the kernel: a kernel cipher request",
+               backend, where);
+    if (counter(l, HWAF_PARAM_FALLBACKS_KNOWN_ANSWER) != fb)
+        defect("%s GCM in two updates %s, forced to the kernel: a fallback counted", backend,
+               where);
+}
+
 /* The k-th call of the first operation fails with err.  Returns 1 when the
- * driver failed its known answer, 0 when not, -1 on a defect. */
+ * driver failed its known answer, 3 when (GCM in two updates) the AES-CTR
+ * driver did, 0 when none, -1 on a defect. */
 static int fault_case(int alg, unsigned k, int err, unsigned steady)
 {
     struct lib l, l2;
@@ -323,7 +414,7 @@ static int fault_case(int alg, unsigned k, int err, unsigned steady)
     int failed, ok;
     pid_t pid;
     int st = 0;
-    char what[96], drv[256];
+    char what[96], drv[256], ctr[256];
 
     if (!lib_open(&l)) {
         defect("%s: hwaf does not load", backend);
@@ -331,7 +422,8 @@ static int fault_case(int alg, unsigned k, int err, unsigned steady)
     }
     snprintf(what, sizeof(what), "%s with call %u failing (%s)", alg_name(alg), k,
              strerror(err));
-    driver_of(&l, alg_name(alg), drv, sizeof(drv));
+    driver_of(&l, impl_name(alg), drv, sizeof(drv));
+    driver_of(&l, "AES-128-CTR", ctr, sizeof(ctr));
     fault_arm(k, FAULT_ERRNO, err);
     /* A fault in the session's own open (after the known answer passed)
      * may fail the operation (the Faults suite covers those); a failed
@@ -353,6 +445,18 @@ static int fault_case(int alg, unsigned k, int err, unsigned steady)
         if (kernel_ops(&l) <= ops)
             defect("%s %s: the next operation did not reach the kernel", backend, what);
         (void)n;
+    } else if (failed && alg == GCM2 && ctr_failed(drv, ctr)) {
+        check_ctr_failed(&l, what);
+        fflush(NULL);
+        if ((pid = fork()) == 0) {
+            defects = 0;
+            check_ctr_failed(&l, "in a child after fork");
+            _exit(defects ? 1 : 0);
+        }
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            defect("%s %s: the child after fork failed (status %#x)", backend, what, st);
+        lib_close(&l);
+        return defects ? -1 : 3;
     } else if (failed) {
         check_failed(&l, alg, what);
         fflush(NULL);
@@ -368,7 +472,7 @@ static int fault_case(int alg, unsigned k, int err, unsigned steady)
         if (lib_open(&l2)) {
             char drv2[256];
 
-            driver_of(&l2, alg_name(alg), drv2, sizeof(drv2));
+            driver_of(&l2, impl_name(alg), drv2, sizeof(drv2));
             if (drv[0] == '\0' || strcmp(drv, drv2) == 0)
                 defect("%s %s: a new load offers the failed driver '%s'", backend, what, drv);
         } else {
@@ -455,7 +559,8 @@ static void stats_case(int alg, unsigned k)
 }
 
 /* Run fn in a child under an alarm; its exit status: 0 ok, 1 defect,
- * 2 known answer failed without defect. */
+ * 2 known answer failed without defect, 3 the AES-CTR's (GCM in two
+ * updates). */
 static int child_case(int alg, unsigned k, int err, unsigned steady)
 {
     pid_t pid;
@@ -468,14 +573,14 @@ static int child_case(int alg, unsigned k, int err, unsigned steady)
         defects = 0;
         alarm(60);
         r = fault_case(alg, k, err, steady);
-        _exit(r < 0 ? 1 : r == 1 ? 2 : 0);
+        _exit(r < 0 ? 1 : r == 1 ? 2 : r == 3 ? 3 : 0);
     }
     if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
         defect("%s %s call %u %s: the case did not end (status %d)", backend,
                alg_name(alg), k, strerror(err), st);
         return -1;
     }
-    if (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2)
+    if (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2 && WEXITSTATUS(st) != 3)
         defects++;   /* the child printed what */
     return WEXITSTATUS(st);
 }
@@ -512,7 +617,8 @@ int main(int argc, char **argv)
 {
     const char *tmp = getenv("HWAF_TEST_TMPDIR");
     unsigned first = 0, steady = 0, k, cases = 0;
-    int alg, fails, r;
+    int alg, fails, ctr_fails, r;
+    unsigned last;
     size_t i;
     FILE *f;
 
@@ -544,22 +650,33 @@ int main(int argc, char **argv)
         reference_child(alg, &first, &steady);
         printf("%s %s: %u calls at the first operation, %u after\n", backend,
                alg_name(alg), first, steady);
-        fails = 0;
-        /* The known answer's calls come first, before the session's own. */
-        for (k = 1; first > steady && k <= first - steady; k++) {
+        fails = ctr_fails = 0;
+        /* The known answer's calls come first, before the session's own;
+         * GCM in two updates: the AES-CTR's come after the GCM session's,
+         * so every call of the first operation fails in turn. */
+        last = alg == GCM2 ? first : first > steady ? first - steady : 0;
+        for (k = 1; k <= last; k++) {
             r = child_case(alg, k, EINVAL, steady);
             if (r == 2 && fails++ == 0) {
                 stats_case(alg, k);
                 cases++;
             }
+            ctr_fails += r == 3;
             r = child_case(alg, k, EMFILE, steady);
             cases += 2;
         }
         printf("%s %s: the known answer failed in %d of %u cases with EINVAL\n", backend,
-               alg_name(alg), fails, first > steady ? first - steady : 0);
+               alg_name(alg), fails, last);
         if (fails == 0)
             defect("%s %s: no injected fault made the known answer fail", backend,
                    alg_name(alg));
+        if (alg == GCM2) {
+            printf("%s %s: the AES-CTR's known answer failed in %d of %u cases with EINVAL\n",
+                   backend, alg_name(alg), ctr_fails, last);
+            if (ctr_fails == 0)
+                defect("%s %s: no injected fault made the AES-CTR's known answer fail",
+                       backend, alg_name(alg));
+        }
     }
     unlink(cnf_path);
     printf("hwaf-kat-faults: %u cases, %d defects\n", cases, defects);
