@@ -457,10 +457,16 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         OPENSSL_free(list);
     }
 
-    cfg->text = hwaf_config_text(cfg);
-    if (cfg->text == NULL)
-        return 0;
-    HWAF_DEBUG("config in effect: %s", cfg->text);
+    /* cfg->text (HWAF_PARAM_CONFIG, buildinfo) is built at its first
+     * request, like the provider's other texts; the log needs it now. */
+    if (hwaf_debug_level < 0)
+        hwaf_debug_init();
+    if (hwaf_debug_level > 0) {
+        char *t = hwaf_config_text(cfg);
+
+        HWAF_DEBUG("config in effect: %s", t != NULL ? t : "(out of memory)");
+        OPENSSL_free(t);
+    }
     return 1;
 }
 

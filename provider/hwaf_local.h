@@ -75,7 +75,9 @@ typedef struct hwaf_config_st {
     int debug;                       /* "debug" */
     int zerocopy;                    /* "zerocopy": -1 auto, 0 no, 1 yes */
     size_t zerocopy_min;             /* "zerocopy_min" (bytes) */
-    char *text;                      /* every key = value in effect (HWAF_PARAM_CONFIG) */
+    char *text;                      /* every key = value in effect (HWAF_PARAM_CONFIG),
+                                      * built at its first request
+                                      * (hwaf_prov.c: config_text_get) */
     int policy;                      /* "policy": HWAF_POLICY_* */
     int offload_auto;                /* "offload_min" = auto */
     size_t offload_min;              /* "offload_min" in bytes, SIZE_MAX never */

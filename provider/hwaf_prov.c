@@ -510,8 +510,9 @@ static int build_tables(hwaf_prov *prov)
 
 /*
  * The tables as text (HWAF_PARAM_ALGORITHMS, HWAF_PARAM_THRESHOLDS,
- * HWAF_PARAM_REQUEST_MAX) and the buildinfo that carries them, in the
- * order the implementations are offered.  Built at the first request for
+ * HWAF_PARAM_REQUEST_MAX), the configuration in effect (HWAF_PARAM_CONFIG)
+ * and the buildinfo that carries them, the tables in the order the
+ * implementations are offered.  Built at the first request for
  * one of them, not at load: what they say is fixed at load (the
  * implementations, their thresholds and request limits, the backends'
  * status), and a load that is never asked (most) does not format them.
@@ -521,6 +522,12 @@ static int texts_build(hwaf_prov *prov)
     size_t textlen = 0, len;
     int a, b, hw, r;
     char *t, *th, *tr, tb[32];
+
+    if (prov->cfg.text == NULL) {
+        __atomic_store_n(&prov->cfg.text, hwaf_config_text(&prov->cfg), __ATOMIC_RELEASE);
+        if (prov->cfg.text == NULL)
+            return 0;
+    }
 
     for (a = 0; a < HWAF_NALGS; a++)
         for (r = 0; r < HWAF_NSLOTS; r++)
@@ -590,6 +597,23 @@ static int texts_build(hwaf_prov *prov)
     /* Last: a reader that finds buildinfo finds the rest. */
     __atomic_store_n(&prov->buildinfo, t, __ATOMIC_RELEASE);
     return t != NULL;
+}
+
+/* HWAF_PARAM_CONFIG's text, alone, at its first request (under the probe's
+ * lock, as texts_build() builds it too): NULL when out of memory. */
+static const char *config_text_get(hwaf_prov *prov)
+{
+    char *t = __atomic_load_n(&prov->cfg.text, __ATOMIC_ACQUIRE);
+
+    if (t != NULL)
+        return t;
+    probe_lock();
+    if ((t = prov->cfg.text) == NULL) {
+        t = hwaf_config_text(&prov->cfg);
+        __atomic_store_n(&prov->cfg.text, t, __ATOMIC_RELEASE);
+    }
+    probe_unlock();
+    return t;
 }
 
 /* The texts above, built at the first request: 0 when out of memory. */
@@ -764,10 +788,19 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, HWAF_PARAM_AFALG_STATUS, prov->be_status[HWAF_BE_AFALG])
         || !set_str(params, HWAF_PARAM_DEVCRYPTO_STATUS, prov->be_status[HWAF_BE_DEVCRYPTO])
         || !set_str(params, HWAF_PARAM_ALGORITHMS, prov->algorithms_text)
-        || !set_str(params, HWAF_PARAM_CONFIG, prov->cfg.text)
         || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text)
         || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text))
         return 0;
+    if (OSSL_PARAM_locate(params, HWAF_PARAM_CONFIG) != NULL) {
+        const char *t = config_text_get(prov);
+
+        if (t == NULL) {
+            HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+            return 0;
+        }
+        if (!set_str(params, HWAF_PARAM_CONFIG, t))
+            return 0;
+    }
     if (OSSL_PARAM_locate(params, HWAF_PARAM_PROBE) != NULL) {
         const char *t = probe_text_get(prov);
 

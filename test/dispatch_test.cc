@@ -1020,6 +1020,11 @@ TEST_F(Dispatch, SoftwarePathSetUpAtFirstContextNotAtLoad)
     if (!h)
         return;
     EXPECT_EQ(software_ready(*lib_), 0u) << "a fetch set up software paths";
+    /* The configuration in effect is its own text, built when asked. */
+    std::string cfg;
+    ASSERT_TRUE(lib_->prov_param(HWAF_PARAM_CONFIG, &cfg));
+    EXPECT_NE(cfg.find("offload_min = " + std::to_string(kThreshold) + ";"), std::string::npos) << cfg;
+    EXPECT_EQ(software_ready(*lib_), 0u) << "asking for hwaf-config set up software paths";
 
     Bytes key = random_bytes(16), iv = random_bytes(16), ref, out;
     for (size_t n : {kThreshold / 2, 4 * kThreshold}) {   /* software, then the kernel */
