@@ -27,6 +27,9 @@
  *                      algorithm names (comma separated, "all" for every one)
  *   --alignmask N      report this alignmask (default 0)
  *   --refuse LIST      refuse sessions for these kernel algorithm names
+ *   --wrong LIST       give wrong answers for these kernel cipher names (the
+ *                      first byte of every result flipped), as a broken
+ *                      driver would
  *   --no-cphash        refuse CIOCCPHASH (modules before 1.10)
  *   --size-limit FILE  while FILE holds "N PID", fail CIOCCRYPT and
  *                      CIOCAUTHCRYPT requests of more than N bytes from
@@ -87,6 +90,7 @@ typedef struct {
 static OSSL_LIB_CTX *libctx;
 static const char *opt_hw = "";
 static const char *opt_refuse = "";
+static const char *opt_wrong = "";
 static unsigned int opt_alignmask;
 static int opt_no_cphash;
 static const char *opt_size_limit;
@@ -447,6 +451,8 @@ static int crypt_run(dev_session *s, const struct crypt_op *cop,
         EVP_CIPHER_CTX_free(c);
         if (!ok)
             return EINVAL;
+        if (in_list(opt_wrong, s->kname))
+            out[0] ^= 1;
         if (x->ivout != 0) {
             next_iv(s, cop, src, out, ivbuf);
             memcpy(out + x->dst, ivbuf, x->ivout);
@@ -933,7 +939,8 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--name NAME] [--hw LIST|all] [--alignmask N]\n"
-            "          [--refuse LIST] [--no-cphash] [--size-limit FILE] [FUSE options]\n", prog);
+            "          [--refuse LIST] [--wrong LIST] [--no-cphash] [--size-limit FILE]\n"
+            "          [FUSE options]\n", prog);
 }
 
 int main(int argc, char **argv)
@@ -956,6 +963,8 @@ int main(int argc, char **argv)
             opt_hw = argv[++i];
         } else if (strcmp(argv[i], "--refuse") == 0 && i + 1 < argc) {
             opt_refuse = argv[++i];
+        } else if (strcmp(argv[i], "--wrong") == 0 && i + 1 < argc) {
+            opt_wrong = argv[++i];
         } else if (strcmp(argv[i], "--alignmask") == 0 && i + 1 < argc) {
             opt_alignmask = (unsigned int)strtoul(argv[++i], NULL, 0);
         } else if (strcmp(argv[i], "--no-cphash") == 0) {
