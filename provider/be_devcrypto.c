@@ -401,22 +401,55 @@ static int dc_kat(int fd, uint32_t ses, const hwaf_alg *alg)
     return r == 0;
 }
 
+/* FIPS-197 appendix C.1 and C.3: AES-128 and AES-256 with the key 00 01 ..
+ * over 00 11 22 .. ff. */
+static const unsigned char fips197_key[32] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f
+};
+static const unsigned char fips197_pt[DC_BLOCK] = {
+    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff
+};
+static const unsigned char fips197_ct[2][DC_BLOCK] = {
+    { 0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30, 0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4, 0xc5, 0x5a },
+    { 0x8e, 0xa2, 0xb7, 0xca, 0x51, 0x67, 0x45, 0xbf, 0xea, 0xfc, 0x49, 0x90, 0x4b, 0x49, 0x60, 0x89 }
+};
+
 /* XTS units that are not whole blocks need ecb(aes) sessions (see
- * dc_xts_slow): 1 when the device gives one, or for other algorithms. */
+ * dc_xts_slow), on whatever driver the device binds for ecb(aes), which
+ * the XTS known answer (whole blocks) does not reach: 1 when the device
+ * gives one and it passes FIPS-197's known answer both ways, or for other
+ * algorithms. */
 static int dc_xts_helpers(int fd, const hwaf_alg *alg)
 {
+    unsigned char b[DC_BLOCK];
     uint32_t ses;
     int r;
 
     if (alg->mode != HWAF_MODE_XTS)
         return 1;
-    r = dc_session(fd, CRYPTO_AES_ECB, 0, alg->kat_key, alg->keylen / 2, &ses);
+    r = dc_session(fd, CRYPTO_AES_ECB, 0, fips197_key, alg->keylen / 2, &ses);
     if (r < 0) {
         HWAF_DEBUG("devcrypto %s: no ecb(aes) session for ciphertext "
                    "stealing: %s", alg->kname, strerror(-r));
         return 0;
     }
+    memcpy(b, fips197_pt, DC_BLOCK);
+    r = dc_crypt(fd, ses, COP_ENCRYPT, 0, NULL, b, b, DC_BLOCK, NULL);
+    if (r == 0 && memcmp(b, fips197_ct[alg->keylen == 64], DC_BLOCK) != 0)
+        r = -EBADMSG;
+    if (r == 0)
+        r = dc_crypt(fd, ses, COP_DECRYPT, 0, NULL, b, b, DC_BLOCK, NULL);
+    if (r == 0 && memcmp(b, fips197_pt, DC_BLOCK) != 0)
+        r = -EBADMSG;
     dc_free_session(fd, ses);
+    OPENSSL_cleanse(b, sizeof(b));
+    if (r < 0) {
+        HWAF_DEBUG("devcrypto %s: the ecb(aes) for ciphertext stealing fails its "
+                   "known answer: %s", alg->kname,
+                   r == -EBADMSG ? "wrong output" : strerror(-r));
+        return 0;
+    }
     return 1;
 }
 
