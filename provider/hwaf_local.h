@@ -77,7 +77,7 @@ typedef struct hwaf_config_st {
     size_t zerocopy_min;             /* "zerocopy_min" (bytes) */
     char *text;                      /* every key = value in effect (HWAF_PARAM_CONFIG),
                                       * built at its first request
-                                      * (hwaf_prov.c: config_text_get) */
+                                      * (hwaf_prov.c: set_text_once) */
     int policy;                      /* "policy": HWAF_POLICY_* */
     int offload_auto;                /* "offload_min" = auto */
     size_t offload_min;              /* "offload_min" in bytes, SIZE_MAX never */

@@ -599,23 +599,6 @@ static int texts_build(hwaf_prov *prov)
     return t != NULL;
 }
 
-/* HWAF_PARAM_CONFIG's text, alone, at its first request (under the probe's
- * lock, as texts_build() builds it too): NULL when out of memory. */
-static const char *config_text_get(hwaf_prov *prov)
-{
-    char *t = __atomic_load_n(&prov->cfg.text, __ATOMIC_ACQUIRE);
-
-    if (t != NULL)
-        return t;
-    probe_lock();
-    if ((t = prov->cfg.text) == NULL) {
-        t = hwaf_config_text(&prov->cfg);
-        __atomic_store_n(&prov->cfg.text, t, __ATOMIC_RELEASE);
-    }
-    probe_unlock();
-    return t;
-}
-
 /* The texts above, built at the first request: 0 when out of memory. */
 static int texts_get(hwaf_prov *prov)
 {
@@ -669,7 +652,7 @@ static void prov_free(hwaf_prov *prov)
 
 /* ---- provider dispatch ---- */
 
-static const char *probe_text_get(hwaf_prov *prov);
+static char *probe_text(const hwaf_prov *prov);
 
 static OSSL_FUNC_provider_teardown_fn prov_teardown;
 static OSSL_FUNC_provider_gettable_params_fn prov_gettable_params;
@@ -752,6 +735,39 @@ static int set_str(OSSL_PARAM params[], const char *key, const char *v)
     return OSSL_PARAM_set_utf8_ptr(p, v);
 }
 
+static char *config_text(const hwaf_prov *prov)
+{
+    return hwaf_config_text(&prov->cfg);
+}
+
+/*
+ * A text built at its first request, not at load (HWAF_PARAM_CONFIG,
+ * HWAF_PARAM_PROBE): *slot, built by build() under the probe's lock (the
+ * configuration's is also built by texts_build(), under the same lock),
+ * set into params' key when it is asked for.
+ */
+static int set_text_once(hwaf_prov *prov, OSSL_PARAM params[], const char *key,
+                         char **slot, char *(*build)(const hwaf_prov *))
+{
+    char *t;
+
+    if (OSSL_PARAM_locate(params, key) == NULL)
+        return 1;
+    if ((t = __atomic_load_n(slot, __ATOMIC_ACQUIRE)) == NULL) {
+        probe_lock();
+        if ((t = *slot) == NULL) {
+            t = build(prov);
+            __atomic_store_n(slot, t, __ATOMIC_RELEASE);
+        }
+        probe_unlock();
+    }
+    if (t == NULL) {
+        HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
+        return 0;
+    }
+    return set_str(params, key, t);
+}
+
 static int set_u64(OSSL_PARAM params[], const char *key, uint64_t v)
 {
     OSSL_PARAM *p = OSSL_PARAM_locate(params, key);
@@ -791,26 +807,9 @@ static int prov_get_params(void *provctx, OSSL_PARAM params[])
         || !set_str(params, HWAF_PARAM_THRESHOLDS, prov->thresholds_text)
         || !set_str(params, HWAF_PARAM_REQUEST_MAX, prov->request_max_text))
         return 0;
-    if (OSSL_PARAM_locate(params, HWAF_PARAM_CONFIG) != NULL) {
-        const char *t = config_text_get(prov);
-
-        if (t == NULL) {
-            HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
-            return 0;
-        }
-        if (!set_str(params, HWAF_PARAM_CONFIG, t))
-            return 0;
-    }
-    if (OSSL_PARAM_locate(params, HWAF_PARAM_PROBE) != NULL) {
-        const char *t = probe_text_get(prov);
-
-        if (t == NULL) {
-            HWAF_RAISE(prov, HWAF_R_MALLOC_FAILURE, NULL);
-            return 0;
-        }
-        if (!set_str(params, HWAF_PARAM_PROBE, t))
-            return 0;
-    }
+    if (!set_text_once(prov, params, HWAF_PARAM_CONFIG, &prov->cfg.text, config_text)
+        || !set_text_once(prov, params, HWAF_PARAM_PROBE, &prov->probe_text, probe_text))
+        return 0;
     hwaf_stats_get_soft(&ops, &bytes);
     if (!set_u64(params, HWAF_PARAM_SOFTWARE_OPS, ops)
         || !set_u64(params, HWAF_PARAM_SOFTWARE_BYTES, bytes)
@@ -919,22 +918,6 @@ static char *probe_text(const hwaf_prov *prov)
                                  probe.drv[b][a][d].hw, probe.drv[b][a][d].req_max);
         }
     }
-    return t;
-}
-
-/* prov's HWAF_PARAM_PROBE, built at the first request; NULL when out of memory. */
-static const char *probe_text_get(hwaf_prov *prov)
-{
-    char *t = __atomic_load_n(&prov->probe_text, __ATOMIC_ACQUIRE);
-
-    if (t != NULL)
-        return t;
-    probe_lock();
-    if ((t = prov->probe_text) == NULL) {
-        t = probe_text(prov);
-        __atomic_store_n(&prov->probe_text, t, __ATOMIC_RELEASE);
-    }
-    probe_unlock();
     return t;
 }
 
