@@ -402,7 +402,8 @@ static int dc_kat(int fd, uint32_t ses, const hwaf_alg *alg)
 }
 
 /* FIPS-197 appendix C.1 and C.3: AES-128 and AES-256 with the key 00 01 ..
- * over 00 11 22 .. ff. */
+ * over 00 11 22 .. ff, as the known answers of ecb(aes) (dc_kat; no IV, so
+ * kat_iv is only a pointer that is not NULL). */
 static const unsigned char fips197_key[32] = {
     0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
     0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f
@@ -414,6 +415,12 @@ static const unsigned char fips197_ct[2][DC_BLOCK] = {
     { 0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30, 0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4, 0xc5, 0x5a },
     { 0x8e, 0xa2, 0xb7, 0xca, 0x51, 0x67, 0x45, 0xbf, 0xea, 0xfc, 0x49, 0x90, 0x4b, 0x49, 0x60, 0x89 }
 };
+static const hwaf_alg ecb_kat[2] = {
+    { "AES-128-ECB", "ecb(aes)", HWAF_KIND_CIPHER, HWAF_MODE_NONE, 16, 0, DC_BLOCK, 0,
+      fips197_key, fips197_key, fips197_pt, fips197_ct[0], DC_BLOCK },
+    { "AES-256-ECB", "ecb(aes)", HWAF_KIND_CIPHER, HWAF_MODE_NONE, 32, 0, DC_BLOCK, 0,
+      fips197_key, fips197_key, fips197_pt, fips197_ct[1], DC_BLOCK },
+};
 
 /* XTS units that are not whole blocks need ecb(aes) sessions (see
  * dc_xts_slow), on whatever driver the device binds for ecb(aes), which
@@ -422,35 +429,21 @@ static const unsigned char fips197_ct[2][DC_BLOCK] = {
  * algorithms. */
 static int dc_xts_helpers(int fd, const hwaf_alg *alg)
 {
-    unsigned char b[DC_BLOCK];
+    const hwaf_alg *ecb = &ecb_kat[alg->keylen == 64];
     uint32_t ses;
     int r;
 
     if (alg->mode != HWAF_MODE_XTS)
         return 1;
-    r = dc_session(fd, CRYPTO_AES_ECB, 0, fips197_key, alg->keylen / 2, &ses);
+    r = dc_session(fd, CRYPTO_AES_ECB, 0, ecb->kat_key, ecb->keylen, &ses);
     if (r < 0) {
         HWAF_DEBUG("devcrypto %s: no ecb(aes) session for ciphertext "
                    "stealing: %s", alg->kname, strerror(-r));
         return 0;
     }
-    memcpy(b, fips197_pt, DC_BLOCK);
-    r = dc_crypt(fd, ses, COP_ENCRYPT, 0, NULL, b, b, DC_BLOCK, NULL);
-    if (r == 0 && memcmp(b, fips197_ct[alg->keylen == 64], DC_BLOCK) != 0)
-        r = -EBADMSG;
-    if (r == 0)
-        r = dc_crypt(fd, ses, COP_DECRYPT, 0, NULL, b, b, DC_BLOCK, NULL);
-    if (r == 0 && memcmp(b, fips197_pt, DC_BLOCK) != 0)
-        r = -EBADMSG;
+    r = dc_kat(fd, ses, ecb);
     dc_free_session(fd, ses);
-    OPENSSL_cleanse(b, sizeof(b));
-    if (r < 0) {
-        HWAF_DEBUG("devcrypto %s: the ecb(aes) for ciphertext stealing fails its "
-                   "known answer: %s", alg->kname,
-                   r == -EBADMSG ? "wrong output" : strerror(-r));
-        return 0;
-    }
-    return 1;
+    return r;
 }
 
 /*
