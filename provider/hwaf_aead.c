@@ -111,18 +111,15 @@ enum { CTR_NONE_OFFERED = 1, CTR_NONE_FAILED = 2 };
 
 static void ctr_drop(hwaf_aead_ctx *ctx, int abandon)
 {
-    const hwaf_backend *cb;
-
     if (ctx->ctr == NULL)
         return;
-    cb = ctx->ctr_impl->be;
-    if (abandon)
-        cb->cipher_abandon(ctx->ctr);
-    else
-        cb->cipher_close(ctx->ctr);
-    ctx->ctr = NULL;
     if (ctx->ctr_impl == &ctx->ctr_soft)
-        cb->impl_free(&ctx->ctr_soft);
+        hwaf_soft_cipher_other_close(ctx->ctr, &ctx->ctr_soft);
+    else if (abandon)
+        ctx->ctr_impl->be->cipher_abandon(ctx->ctr);
+    else
+        ctx->ctr_impl->be->cipher_close(ctx->ctr);
+    ctx->ctr = NULL;
     ctx->ctr_impl = NULL;
 }
 
@@ -329,22 +326,11 @@ static const hwaf_impl *ctr_kernel_impl(hwaf_aead_ctx *ctx)
 /* The default provider's AES-CTR: the software path's continuation. */
 static hwaf_be_cipher *ctr_soft_open(hwaf_aead_ctx *ctx)
 {
-    const hwaf_backend *be = &hwaf_backend_soft;
-
-    ctx->ctr_soft = *ctx->impl->soft;
-    ctx->ctr_soft.be = be;
-    ctx->ctr_soft.alg = &hwaf_algs[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8];
-    ctx->ctr_soft.be_data = NULL;
-    if (!be->impl_init(&ctx->ctr_soft)) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no AES-CTR");
-        return NULL;
-    }
-    if (!be->cipher_open(&ctx->ctr, &ctx->ctr_soft, ctx->key, ctx->keylen)) {
-        be->impl_free(&ctx->ctr_soft);
-        ctx->ctr = NULL;
-        return NULL;
-    }
-    ctx->ctr_impl = &ctx->ctr_soft;
+    ctx->ctr = hwaf_soft_cipher_other(ctx->impl,
+                                      &hwaf_algs[HWAF_ALG_AES_128_CTR + (ctx->keylen - 16) / 8],
+                                      &ctx->ctr_soft, ctx->key, ctx->keylen);
+    if (ctx->ctr != NULL)
+        ctx->ctr_impl = &ctx->ctr_soft;
     return ctx->ctr;
 }
 

@@ -97,10 +97,8 @@ static void be_drop(hwaf_cipher_ctx *ctx, int abandon)
     const hwaf_backend *be = ctx->impl->be;
 
     if (ctx->ecb != NULL) {
-        /* software: nothing of the kernel's to abandon after fork() */
-        hwaf_backend_soft.cipher_close(ctx->ecb);
+        hwaf_soft_cipher_other_close(ctx->ecb, &ctx->ecb_impl);
         ctx->ecb = NULL;
-        hwaf_backend_soft.impl_free(&ctx->ecb_impl);
     }
     if (ctx->be == NULL)
         return;
@@ -517,20 +515,10 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
                        len, ctx->impl->be->name, max);
             return 0;
         }
-        ctx->ecb_impl = *ctx->impl->soft;
-        ctx->ecb_impl.alg = &ecb_aes[half == 32];
-        ctx->ecb_impl.be = b;
-        ctx->ecb_impl.be_data = NULL;
-        if (!b->impl_init(&ctx->ecb_impl)) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_SOFTWARE_PATH_FAILED, "no %s",
-                       ctx->ecb_impl.alg->names);
+        ctx->ecb = hwaf_soft_cipher_other(ctx->impl, &ecb_aes[half == 32], &ctx->ecb_impl,
+                                          ctx->key + half, half);
+        if (ctx->ecb == NULL)
             return 0;
-        }
-        if (!b->cipher_open(&ctx->ecb, &ctx->ecb_impl, ctx->key + half, half)) {
-            b->impl_free(&ctx->ecb_impl);
-            ctx->ecb = NULL;
-            return 0;
-        }
     }
     if (!b->cipher_crypt(ctx->ecb, 1, NULL, ctx->iv, t, BLK))
         goto end;

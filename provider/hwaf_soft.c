@@ -584,6 +584,34 @@ static void soft_cipher_close(hwaf_be_cipher *s)
     OPENSSL_clear_free(s, sizeof(*s));
 }
 
+hwaf_be_cipher *hwaf_soft_cipher_other(const hwaf_impl *impl, const hwaf_alg *alg,
+                                       hwaf_impl *holder, const unsigned char *key,
+                                       size_t keylen)
+{
+    hwaf_be_cipher *s = NULL;
+
+    *holder = *impl->soft;
+    holder->be = &hwaf_backend_soft;
+    holder->alg = alg;
+    holder->be_data = NULL;
+    if (!soft_impl_init(holder)) {
+        HWAF_RAISE(impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "no %.*s",
+                   (int)strcspn(alg->names, ":"), alg->names);
+        return NULL;
+    }
+    if (!soft_cipher_open(&s, holder, key, keylen)) {
+        soft_impl_free(holder);
+        return NULL;
+    }
+    return s;
+}
+
+void hwaf_soft_cipher_other_close(hwaf_be_cipher *s, hwaf_impl *holder)
+{
+    soft_cipher_close(s);
+    soft_impl_free(holder);
+}
+
 /* ---- digests: the default provider's context itself ---- */
 
 void *hwaf_soft_md_new(const hwaf_impl *soft)

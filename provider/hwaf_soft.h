@@ -77,6 +77,20 @@ int hwaf_soft_cipher_keystream(hwaf_be_cipher *s, const unsigned char *ctr,
                                unsigned char *ks);
 
 /*
+ * A software session of another algorithm than impl's, for a mode layer
+ * that needs one beside its own (GCM's AES-CTR continuation, the AES-ECB
+ * of XTS's split tweaks): the default provider's alg keyed with key, its
+ * implementation kept in *holder (impl's software twin, which must be set
+ * up, with alg).  NULL with an error raised.  Closed, holder included, by
+ * hwaf_soft_cipher_other_close(); nothing of it is shared with a parent
+ * after fork().
+ */
+hwaf_be_cipher *hwaf_soft_cipher_other(const hwaf_impl *impl, const hwaf_alg *alg,
+                                       hwaf_impl *holder, const unsigned char *key,
+                                       size_t keylen);
+void hwaf_soft_cipher_other_close(hwaf_be_cipher *s, hwaf_impl *holder);
+
+/*
  * A software digest for the digest layer: the default provider's own
  * context, its functions called directly.  new: a context initialised;
  * final leaves the hash finished (init starts the next); each returns
