@@ -9,6 +9,27 @@ guest_note() {
     [ "${HWAF_GUEST_QUIET:-0}" = 1 ] || echo "hwaf-guest: $*" >&2
 }
 
+# guest_share_crash CONSOLE_LOG: when every place the guest kernel faulted
+# (x86 "RIP: 0010:", arm64 "pc : ", arm "PC is at ") is inside its 9p file
+# sharing (fs/9p, net/9p, netfs), prints the first and succeeds; fails when
+# the log shows no fault or any fault elsewhere (crypto, AF_ALG, CUSE, ...).
+guest_share_crash() {
+    local sites site first=
+    sites=$(grep -oE '(RIP: 0010:|pc : |PC is at )[A-Za-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[A-Za-z0-9_]+\])?' \
+        "$1" 2>/dev/null) || return 1
+    while IFS= read -r site; do
+        site=${site#RIP: 0010:}
+        site=${site#pc : }
+        site=${site#PC is at }
+        case $site in
+        v9fs_* | p9_* | netfs_* | *' [9p]' | *' [9pnet]' | *' [9pnet_virtio]' | *' [netfs]') ;;
+        *) return 1 ;;
+        esac
+        [ -n "$first" ] || first=$site
+    done <<<"$sites"
+    echo "$first"
+}
+
 # The cache directory: $HWAF_GUEST_CACHE, else /var/cache/hwaf-guest when it
 # can be written, else ~/.cache/hwaf-guest.
 guest_cache_dir() {
