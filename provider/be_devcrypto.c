@@ -426,13 +426,16 @@ static const hwaf_alg ecb_kat[2] = {
  * dc_xts_slow), on whatever driver the device binds for ecb(aes), which
  * the XTS known answer (whole blocks) does not reach: 1 when the device
  * gives one and it passes FIPS-197's known answer both ways, or for other
- * algorithms. */
-static int dc_xts_helpers(int fd, const hwaf_alg *alg)
+ * algorithms.  *hw: whether that ecb(aes) driver is off the CPU
+ * (SIOP_FLAG_KERNEL_DRIVER_ONLY), 1 for other algorithms. */
+static int dc_xts_helpers(int fd, const hwaf_alg *alg, int *hw)
 {
     const hwaf_alg *ecb = &ecb_kat[alg->keylen == 64];
+    struct session_info_op info;
     uint32_t ses;
     int r;
 
+    *hw = 1;
     if (alg->mode != HWAF_MODE_XTS)
         return 1;
     r = dc_session(fd, CRYPTO_AES_ECB, 0, ecb->kat_key, ecb->keylen, &ses);
@@ -441,7 +444,19 @@ static int dc_xts_helpers(int fd, const hwaf_alg *alg)
                    "stealing: %s", alg->kname, strerror(-r));
         return 0;
     }
-    r = dc_kat(fd, ses, ecb);
+    r = dc_session_info(fd, ses, &info);
+    if (r < 0) {
+        HWAF_DEBUG("devcrypto %s: CIOCGSESSINFO of ecb(aes): %s", alg->kname,
+                   strerror(-r));
+        r = 0;
+    } else {
+        *hw = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) ? 1 : 0;
+        HWAF_DEBUG("devcrypto %s: ecb(aes) for ciphertext stealing and split units: "
+                   "driver %.*s, hw=%d", alg->kname,
+                   (int)sizeof(info.cipher_info.cra_driver_name),
+                   info.cipher_info.cra_driver_name, *hw);
+        r = dc_kat(fd, ses, ecb);
+    }
     dc_free_session(fd, ses);
     return r;
 }
@@ -455,7 +470,7 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
     struct session_info_op info;
     uint32_t cipher, mac, ses;
     const struct alg_info *ai;
-    int fd, r, n = 0;
+    int fd, r, n = 0, helpers_hw;
 
     if (max < 1 || !dc_ids(alg, &cipher, &mac))
         return 0;
@@ -475,16 +490,18 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
     if (r < 0) {
         HWAF_DEBUG("devcrypto %s: CIOCGSESSINFO: %s", alg->kname,
                    strerror(-r));
-    } else if (dc_kat(fd, ses, alg) && dc_xts_helpers(fd, alg)) {
+    } else if (dc_kat(fd, ses, alg) && dc_xts_helpers(fd, alg, &helpers_hw)) {
         ai = cipher ? &info.cipher_info : &info.hash_info;
         memset(&out[0], 0, sizeof(out[0]));
         snprintf(out[0].name, sizeof(out[0].name), "%.*s",
                  (int)sizeof(ai->cra_driver_name), ai->cra_driver_name);
         out[0].priority = -1;
-        out[0].hw = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) ? 1 : 0;
         /* An engine's request limit, as over AF_ALG (hwaf_backend.h). */
-        if (out[0].hw)
+        if (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY)
             out[0].req_max = HWAF_REQ_MAX_ASYNC;
+        /* XTS is hardware only when the ecb(aes) its odd-sized and split
+         * units run on is too (docs/devcrypto.md). */
+        out[0].hw = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) && helpers_hw ? 1 : 0;
         HWAF_DEBUG("devcrypto %s: driver %s, hw=%d, alignmask %u, request max %zu",
                    alg->kname, out[0].name, out[0].hw, info.alignmask, out[0].req_max);
         n = out[0].name[0] != '\0';
