@@ -3,7 +3,7 @@
 # kernel crash that came after the command started.
 #
 #   guest_crash_test.sh host SRCDIR      guest_share_crash on console excerpts
-#   guest_crash_test.sh rig SRCDIR TMP   a guest whose kernel crashes outside
+#   guest_crash_test.sh rig SRCDIR       a guest whose kernel crashes outside
 #                                        9p (sysrq): failed, the command run once
 #
 # Only a crash inside the guest's own 9p file sharing (fs/9p, net/9p, netfs)
@@ -75,13 +75,15 @@ LOG
         ok "a missing console: not a crash in the 9p sharing"
     ;;
 rig)
-    tmp=${3:?scratch directory}
-    mkdir -p "$tmp" && d=$(mktemp -d "$tmp/crash.XXXXXX") || exit 1
-    trap 'rm -rf "$d"' EXIT
-    # the command counts its runs in a shared file, then crashes the kernel
-    "$src/tools/guest/run" --kernel 6.1 --rw "$d" --timeout 300 -- \
+    # The command counts its runs in a shared file, then crashes the kernel.
+    # It starts in a directory under /tmp (which the guest shares read-only,
+    # its own /tmp being a tmpfs) that holds the --rw one: the writable share
+    # must stay writable below the read-only one.
+    top=$(mktemp -d /tmp/hwaf-crash.XXXXXX) && d=$top/rw && mkdir "$d" || exit 1
+    trap 'rm -rf "$top"' EXIT
+    (cd "$top" && "$src/tools/guest/run" --kernel 6.1 --rw "$d" --timeout 300 -- \
         sh -c "echo run >>'$d/runs'; sync; echo c >/proc/sysrq-trigger; sleep 30" \
-        >"$d/out" 2>"$d/err"
+        >"$d/out" 2>"$d/err")
     rc=$?
     [ $rc = 125 ] && ok "a kernel crash outside 9p fails the run (exit 125)" ||
         { bad "exit $rc after a kernel crash (want 125)"; tail -20 "$d/err"; }
