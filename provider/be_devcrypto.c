@@ -470,7 +470,7 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
     struct session_info_op info;
     uint32_t cipher, mac, ses;
     const struct alg_info *ai;
-    int fd, r, n = 0, helpers_hw;
+    int fd, r, n = 0, engine, helpers_hw;
 
     if (max < 1 || !dc_ids(alg, &cipher, &mac))
         return 0;
@@ -496,12 +496,13 @@ static int dc_drivers(const hwaf_alg *alg, hwaf_driver *out, int max)
         snprintf(out[0].name, sizeof(out[0].name), "%.*s",
                  (int)sizeof(ai->cra_driver_name), ai->cra_driver_name);
         out[0].priority = -1;
+        engine = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) != 0;
         /* An engine's request limit, as over AF_ALG (hwaf_backend.h). */
-        if (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY)
+        if (engine)
             out[0].req_max = HWAF_REQ_MAX_ASYNC;
         /* XTS is hardware only when the ecb(aes) its odd-sized and split
          * units run on is too (docs/devcrypto.md). */
-        out[0].hw = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) && helpers_hw ? 1 : 0;
+        out[0].hw = engine && helpers_hw;
         HWAF_DEBUG("devcrypto %s: driver %s, hw=%d, alignmask %u, request max %zu",
                    alg->kname, out[0].name, out[0].hw, info.alignmask, out[0].req_max);
         n = out[0].name[0] != '\0';
