@@ -10,9 +10,11 @@
  *
  * Things the module does not do and this file does on its behalf:
  *  - XTS data units that are not a multiple of 16 bytes: cryptodev checks
- *    the length against the transform's block size, so ciphertext stealing
- *    is done here, over two ecb(aes) sessions (tweak key and data key), as
- *    are XTS units larger than the device accepts in one operation.
+ *    the length against the transform's block size, so the unit's whole
+ *    blocks but the last go through the XTS session and ciphertext stealing
+ *    is done here, over two ecb(aes) sessions (tweak key and data key).
+ *    XTS units larger than the device accepts in one operation are split
+ *    by the mode layer (see dc_cipher_max).
  *  - Buffers that miss the session's alignment: cryptodev would copy them a
  *    page at a time (one kernel request per page, which also restarts the
  *    XTS tweak on every page); they go through an aligned bounce buffer.
@@ -423,7 +425,7 @@ static const hwaf_alg ecb_kat[2] = {
 };
 
 /* XTS units that are not whole blocks need ecb(aes) sessions (see
- * dc_xts_slow), on whatever driver the device binds for ecb(aes), which
+ * dc_xts_partial), on whatever driver the device binds for ecb(aes), which
  * the XTS known answer (whole blocks) does not reach: 1 when the device
  * gives one and it passes FIPS-197's known answer both ways, or for other
  * algorithms.  *hw: whether that ecb(aes) driver is off the CPU
@@ -736,15 +738,26 @@ static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
     return 1;
 }
 
-/* Multiply an XTS tweak by x in GF(2^128) (IEEE 1619 byte order). */
-static void dc_xts_double(unsigned char t[DC_BLOCK])
+/* t = t * x^n in GF(2^128) (IEEE 1619 byte order: t[0] is the lowest
+ * byte), on two 64-bit halves. */
+static void dc_xts_mul(unsigned char t[DC_BLOCK], size_t n)
 {
-    unsigned int carry = t[DC_BLOCK - 1] >> 7;
+    uint64_t lo = 0, hi = 0, c;
     int i;
 
-    for (i = DC_BLOCK - 1; i > 0; i--)
-        t[i] = (unsigned char)((t[i] << 1) | (t[i - 1] >> 7));
-    t[0] = (unsigned char)((t[0] << 1) ^ (carry ? 0x87 : 0));
+    for (i = 7; i >= 0; i--) {
+        lo = lo << 8 | t[i];
+        hi = hi << 8 | t[8 + i];
+    }
+    while (n-- > 0) {
+        c = hi >> 63;
+        hi = hi << 1 | lo >> 63;
+        lo = lo << 1 ^ (0x87 & (0 - c));
+    }
+    for (i = 0; i < 8; i++) {
+        t[i] = (unsigned char)(lo >> (8 * i));
+        t[8 + i] = (unsigned char)(hi >> (8 * i));
+    }
 }
 
 static void dc_xor(unsigned char *d, const unsigned char *a,
@@ -754,6 +767,26 @@ static void dc_xor(unsigned char *d, const unsigned char *a,
 
     for (i = 0; i < n; i++)
         d[i] = a[i] ^ b[i];
+}
+
+/* The two ecb(aes) sessions (data key, tweak key), opened on first use. */
+static int dc_xts_ecb_open(hwaf_be_cipher *s)
+{
+    size_t half = s->keylen / 2;
+    int r;
+
+    if (s->have_ecb)
+        return 0;
+    r = dc_session(s->fd, CRYPTO_AES_ECB, 0, s->key, half, &s->ecb_data);
+    if (r < 0)
+        return r;
+    r = dc_session(s->fd, CRYPTO_AES_ECB, 0, s->key + half, half, &s->ecb_tweak);
+    if (r < 0) {
+        dc_free_session(s->fd, s->ecb_data);
+        return r;
+    }
+    s->have_ecb = 1;
+    return 0;
 }
 
 /* One XTS block with tweak t through the ecb(aes) data-key session. */
@@ -772,32 +805,61 @@ static int dc_xts_block(hwaf_be_cipher *s, int enc, const unsigned char *t,
 }
 
 /*
- * XTS done over ecb(aes): for data units whose length is not a multiple of
- * 16 (ciphertext stealing, IEEE 1619 5.3.2 / 5.4.2) or that exceed what the
- * device takes in one operation.  Returns 0 or -errno.
+ * Ciphertext stealing (IEEE 1619 5.3.2 / 5.4.2) over the ecb(aes) data-key
+ * session: the unit's last whole block (last, tweak t = T(m-1)) and its
+ * partial block (tail, b bytes, tweak T(m)), written to out.  Returns 0 or
+ * -errno.
+ */
+static int dc_xts_steal(hwaf_be_cipher *s, int enc, const unsigned char *t,
+                        const unsigned char *last, const unsigned char *tail,
+                        size_t b, unsigned char *out)
+{
+    unsigned char t_next[DC_BLOCK], pp[DC_BLOCK], cc[DC_BLOCK];
+    int r;
+
+    memcpy(t_next, t, DC_BLOCK);
+    dc_xts_mul(t_next, 1);
+    if (enc) {
+        if ((r = dc_xts_block(s, 1, t, last, cc)) < 0)
+            goto end;
+        memcpy(pp, tail, b);
+        memcpy(pp + b, cc + b, DC_BLOCK - b);
+        if ((r = dc_xts_block(s, 1, t_next, pp, out)) < 0)
+            goto end;
+        memcpy(out + DC_BLOCK, cc, b);
+    } else {
+        if ((r = dc_xts_block(s, 0, t_next, last, pp)) < 0)
+            goto end;
+        memcpy(cc, tail, b);
+        memcpy(cc + b, pp + b, DC_BLOCK - b);
+        if ((r = dc_xts_block(s, 0, t, cc, out)) < 0)
+            goto end;
+        memcpy(out + DC_BLOCK, pp, b);
+    }
+    r = 0;
+ end:
+    OPENSSL_cleanse(t_next, sizeof(t_next));
+    OPENSSL_cleanse(pp, sizeof(pp));
+    OPENSSL_cleanse(cc, sizeof(cc));
+    return r;
+}
+
+/*
+ * XTS done over ecb(aes) alone, every tweak computed here: for a unit the
+ * device refused for its size (its whole blocks go in pieces of what the
+ * device took).  Returns 0 or -errno.
  */
 static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                        const unsigned char *in, unsigned char *out, size_t len)
 {
-    size_t half = s->keylen / 2, m = len / DC_BLOCK, b = len % DC_BLOCK;
+    size_t m = len / DC_BLOCK, b = len % DC_BLOCK;
     size_t bulk = (b != 0 ? m - 1 : m) * DC_BLOCK, done = 0, n, i, piece;
     unsigned char t[DC_BLOCK], t_next[DC_BLOCK], last[DC_BLOCK], tail[DC_BLOCK];
-    unsigned char pp[DC_BLOCK], cc[DC_BLOCK];
     unsigned char *buf = NULL, *tw = NULL;
     int r;
 
-    if (!s->have_ecb) {
-        r = dc_session(s->fd, CRYPTO_AES_ECB, 0, s->key, half, &s->ecb_data);
-        if (r < 0)
-            return r;
-        r = dc_session(s->fd, CRYPTO_AES_ECB, 0, s->key + half, half,
-                       &s->ecb_tweak);
-        if (r < 0) {
-            dc_free_session(s->fd, s->ecb_data);
-            return r;
-        }
-        s->have_ecb = 1;
-    }
+    if ((r = dc_xts_ecb_open(s)) < 0)
+        return r;
     /* T0 = E_K2(IV) */
     r = dc_cipher_op(s, s->ecb_tweak, COP_ENCRYPT, NULL, iv, t, DC_BLOCK);
     if (r < 0)
@@ -824,7 +886,7 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
         memcpy(t_next, t, DC_BLOCK);
         for (i = 0; i < n; i += DC_BLOCK) {
             memcpy(tw + i, t, DC_BLOCK);
-            dc_xts_double(t);
+            dc_xts_mul(t, 1);
         }
         dc_xor(buf, in + done, tw, n);
         r = dc_op(s->impl->alg->kind, s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
@@ -839,37 +901,54 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
         dc_xor(out + done, buf, tw, n);
         done += n;
     }
-    if (b != 0) {
-        /* t is now T(m-1); t_next is T(m). */
-        memcpy(t_next, t, DC_BLOCK);
-        dc_xts_double(t_next);
-        if (enc) {
-            if ((r = dc_xts_block(s, 1, t, last, cc)) < 0)
-                goto end;
-            memcpy(pp, tail, b);
-            memcpy(pp + b, cc + b, DC_BLOCK - b);
-            if ((r = dc_xts_block(s, 1, t_next, pp, out + bulk)) < 0)
-                goto end;
-            memcpy(out + bulk + DC_BLOCK, cc, b);
-        } else {
-            if ((r = dc_xts_block(s, 0, t_next, last, pp)) < 0)
-                goto end;
-            memcpy(cc, tail, b);
-            memcpy(cc + b, pp + b, DC_BLOCK - b);
-            if ((r = dc_xts_block(s, 0, t, cc, out + bulk)) < 0)
-                goto end;
-            memcpy(out + bulk + DC_BLOCK, pp, b);
-        }
-    }
-    r = 0;
+    /* t is now T(m-1) */
+    r = b != 0 ? dc_xts_steal(s, enc, t, last, tail, b, out + bulk) : 0;
  end:
     if (buf != NULL) {
         OPENSSL_cleanse(buf, bulk < piece ? bulk : piece);
         free(buf);
     }
     free(tw);
-    OPENSSL_cleanse(pp, sizeof(pp));
-    OPENSSL_cleanse(cc, sizeof(cc));
+    OPENSSL_cleanse(t, sizeof(t));
+    OPENSSL_cleanse(last, sizeof(last));
+    OPENSSL_cleanse(tail, sizeof(tail));
+    return r;
+}
+
+/*
+ * A unit that ends in a partial block: its whole blocks but the last through
+ * the XTS session itself (their tweaks are the unit's own, T(0)..T(m-2)),
+ * the last whole block and the partial one stolen over ecb(aes) with
+ * T(m-1) = E_K2(IV) * x^(m-1).  A device that refuses those whole blocks
+ * for their size gets the unit over ecb(aes) alone.  Returns 0 or -errno.
+ */
+static int dc_xts_partial(hwaf_be_cipher *s, int enc, const unsigned char *iv,
+                          const unsigned char *in, unsigned char *out, size_t len)
+{
+    size_t b = len % DC_BLOCK, bulk = len - DC_BLOCK - b;
+    unsigned char t[DC_BLOCK], last[DC_BLOCK], tail[DC_BLOCK];
+    int r;
+
+    if ((r = dc_xts_ecb_open(s)) < 0)
+        return r;
+    /* The stolen blocks, saved before the bulk pass writes out. */
+    memcpy(last, in + bulk, DC_BLOCK);
+    memcpy(tail, in + bulk + DC_BLOCK, b);
+    if (bulk > 0) {
+        r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, iv, in, out, bulk);
+        if (r < 0) {
+            if (dc_too_large(r, bulk))
+                r = dc_xts_slow(s, enc, iv, in, out, len);
+            goto end;
+        }
+    }
+    r = dc_cipher_op(s, s->ecb_tweak, COP_ENCRYPT, NULL, iv, t, DC_BLOCK);
+    if (r < 0)
+        goto end;
+    dc_xts_mul(t, bulk / DC_BLOCK);
+    r = dc_xts_steal(s, enc, t, last, tail, b, out + bulk);
+ end:
+    OPENSSL_cleanse(t, sizeof(t));
     OPENSSL_cleanse(last, sizeof(last));
     OPENSSL_cleanse(tail, sizeof(tail));
     return r;
@@ -878,25 +957,24 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
 static int dc_xts_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                         const unsigned char *in, unsigned char *out, size_t len)
 {
-    int r = -EINVAL;
+    int r;
 
     if (len < DC_BLOCK) {
         HWAF_RAISE(s->impl->prov, HWAF_R_XTS_DATA_UNIT_TOO_SMALL,
                    "%zu bytes", len);
         return 0;
     }
-    if (len % DC_BLOCK == 0 && len <= dc_max_try(s->impl)) {
-        r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, iv, in,
-                         out, len);
-        if (r == 0)
-            return 1;
-        if (!dc_too_large(r, len))
-            goto err;
+    if (len > dc_max_try(s->impl)) {
+        r = dc_xts_slow(s, enc, iv, in, out, len);
+    } else if (len % DC_BLOCK != 0) {
+        r = dc_xts_partial(s, enc, iv, in, out, len);
+    } else {
+        r = dc_cipher_op(s, s->ses, enc ? COP_ENCRYPT : COP_DECRYPT, iv, in, out, len);
+        if (r < 0 && dc_too_large(r, len))
+            r = dc_xts_slow(s, enc, iv, in, out, len);
     }
-    r = dc_xts_slow(s, enc, iv, in, out, len);
     if (r == 0)
         return 1;
- err:
     HWAF_RAISE_SYS(s->impl->prov, HWAF_R_KERNEL_OPERATION_FAILED, -r,
                    "ioctl(CIOCCRYPT)");
     return 0;
@@ -917,10 +995,15 @@ static int dc_cipher_crypt(hwaf_be_cipher *s, int enc, const unsigned char *iv,
     return ok;
 }
 
-/* Operations of any size are split here (and XTS units done over ecb(aes)
- * when the device cannot take them at once): no practical limit. */
+/* CBC and CTR work of any size is split here: no practical limit.  An
+ * XTS unit larger than the device takes is split by the mode layer
+ * (xts_split in hwaf_cipher.c: each piece through the XTS session with its
+ * own IV), so its limit is the device's; a unit the device still refuses
+ * for its size is done here over ecb(aes) (dc_xts_slow). */
 static size_t dc_cipher_max(hwaf_be_cipher *s)
 {
+    if (s->impl->alg->mode == HWAF_MODE_XTS)
+        return dc_max_try(s->impl);
     return (size_t)1 << 30;
 }
 

@@ -134,7 +134,8 @@ typedef struct hwaf_backend_st {
     int (*cipher_crypt)(hwaf_be_cipher *s, int enc, const unsigned char *iv,
                         const unsigned char *in, unsigned char *out, size_t len);
     /* Largest len one cipher_crypt() takes; the mode layer splits CBC and
-     * CTR work to fit, and refuses XTS data units above it. */
+     * CTR work to fit, and XTS data units above it into pieces with their
+     * own IVs (xts_split in hwaf_cipher.c).  May change between calls. */
     size_t (*cipher_max)(hwaf_be_cipher *s);
     /* Release everything, kernel objects included.  NULL is a no-op. */
     void (*cipher_close)(hwaf_be_cipher *s);

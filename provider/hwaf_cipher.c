@@ -522,8 +522,14 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
     }
     if (!b->cipher_crypt(ctx->ecb, 1, NULL, ctx->iv, t, BLK))
         goto end;
-    max &= ~(size_t)(BLK - 1);
     while (off < len) {
+        /* the backend's limit again: a device that refused a piece may
+         * have lowered it (be_devcrypto.c) */
+        if (off != 0)
+            max = ctx->impl->be->cipher_max(be);
+        max &= ~(size_t)(BLK - 1);
+        if (max < 4 * BLK)     /* so that no piece is empty (limits are KiB) */
+            max = 4 * BLK;
         rem = len - off;
         n = rem;
         if (rem > max) {

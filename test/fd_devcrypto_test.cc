@@ -22,6 +22,7 @@
  */
 #include "hwaf_test.h"
 
+#include <fstream>
 #include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -447,13 +448,17 @@ TEST_F(DevcryptoLimit, LastingRefusalIsTriedAgainRarely)
 }
 
 /*
- * "After 64 requests" counts requests made, once each: an AES-128-XTS data
- * unit of 32 KiB over a limit of 4 KiB is one tweak request and 8 pieces,
- * and its path asks for the size twice (the whole unit, then the pieces).
- * Between two refused tries there are as many requests as the wait then
- * was (64, 128), give or take the 9 of one unit, which is where a try can
- * start; counting the size questions instead (twice per unit) would make
- * it about 4.5 times as many.
+ * "After 64 requests" counts requests made, once each.  An AES-128-XTS data
+ * unit of 32 KiB over a limit of 4 KiB: the first finds the limit (refused
+ * at 32, 16 and 8 KiB) and is done over ecb(aes), its tweak and 8 pieces;
+ * once the limit is known, the mode layer splits a unit into 8 pieces of
+ * 4 KiB through the XTS session itself, their tweaks in software, asking
+ * the backend for its limit once per piece.  A piece that tries 8 KiB
+ * again is refused and done over ecb(aes) in two with its tweak, so such a
+ * unit is 9 requests.  Between two refused tries there are as many
+ * requests as the wait then was (64, 128), give or take the 9 of one unit,
+ * which is where a try can start; counting the size questions instead
+ * would make it several times as many.
  */
 class DevcryptoLimitXts : public DevcryptoLimit {
 protected:
@@ -466,19 +471,21 @@ TEST_F(DevcryptoLimitXts, TriesAgainAfterSoManyRequests)
         return;
     ASSERT_GT(until_one_request(1000), 0);
     limit(4096);
-    EXPECT_EQ(update(), 9u) << "the tweak, then 8 pieces of 4 KiB";
+    EXPECT_EQ(update(), 9u) << "the tweak, then 8 pieces of 4 KiB over ecb(aes)";
     ASSERT_EQ(refused(), 3) << "refused at 32, 16 and 8 KiB";
     uint64_t since = 0;
     int seen = 3;
     const uint64_t want[] = { 64, 128 };
     for (int i = 0; i < 200 && seen < 5 && !HasFailure(); i++) {
         uint64_t n = update();
-        ASSERT_EQ(n, 9u) << "update " << i;
-        since += n;
         int r = refused();
-        if (r == seen)
+        since += n;
+        if (r == seen) {
+            ASSERT_EQ(n, 8u) << "update " << i << ": 8 pieces of 4 KiB through the XTS session";
             continue;
+        }
         ASSERT_EQ(r, seen + 1);
+        ASSERT_EQ(n, 9u) << "update " << i << ": a piece of 8 KiB refused, done in two with its tweak";
         uint64_t w = want[seen - 3];
         printf("    a larger request tried again after %llu requests (wait %llu)\n",
                (unsigned long long)since, (unsigned long long)w);
@@ -488,6 +495,88 @@ TEST_F(DevcryptoLimitXts, TriesAgainAfterSoManyRequests)
         since = 0;
     }
     EXPECT_EQ(seen, 5) << "never tried a larger request again";
+}
+
+/*
+ * An XTS data unit that ends in a partial block, over /dev/crypto (which
+ * refuses lengths that are not whole blocks): its whole blocks but the
+ * last go through the xts(aes) session itself, then its tweak and the two
+ * blocks of ciphertext stealing over ecb(aes); the default provider's bytes
+ * both ways.  The CUSE device lists the requests it completed for this
+ * thread while HWAF_CUSE_SIZE_LIMIT.trace names it.
+ */
+class DevcryptoXtsTrace : public DevcryptoLimit {
+protected:
+    DevcryptoXtsTrace() { alg_ = "AES-256-XTS"; }
+    void TearDown() override
+    {
+        if (!ctl_.empty()) {
+            unlink((ctl_ + ".trace").c_str());
+            unlink((ctl_ + ".trace.log").c_str());
+        }
+        DevcryptoLimit::TearDown();
+    }
+    void trace_on()
+    {
+        unlink((ctl_ + ".trace.log").c_str());
+        FILE *f = fopen((ctl_ + ".trace").c_str(), "w");
+        ASSERT_TRUE(f != nullptr);
+        fprintf(f, "%ld\n", (long)getpid());
+        fclose(f);
+    }
+    /* The requests completed since trace_on(), one "NAME LENGTH" each. */
+    std::vector<std::string> trace_take()
+    {
+        std::vector<std::string> lines;
+        unlink((ctl_ + ".trace").c_str());
+        std::ifstream in(ctl_ + ".trace.log");
+        std::string line;
+        while (std::getline(in, line))
+            lines.push_back(line);
+        unlink((ctl_ + ".trace.log").c_str());
+        return lines;
+    }
+    /* One unit through a context forced to the kernel, or the default
+     * provider's (h false). */
+    bool unit(bool h, int enc, const Bytes &key, const Bytes &iv, const Bytes &in, Bytes *out)
+    {
+        int force = 1, l = 0, lf = 0;
+        OSSL_PARAM p[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &force), OSSL_PARAM_END };
+        CtxPtr c(EVP_CIPHER_CTX_new());
+        out->assign(in.size() + 16, 0);
+        bool ok = c && EVP_CipherInit_ex2(c.get(), h ? h_.get() : d_.get(), key.data(), iv.data(), enc,
+                                          h ? p : nullptr)
+                  && EVP_CipherUpdate(c.get(), out->data(), &l, in.data(), (int)in.size())
+                  && EVP_CipherFinal_ex(c.get(), out->data() + l, &lf);
+        out->resize(ok ? (size_t)(l + lf) : 0);
+        return ok;
+    }
+};
+
+TEST_F(DevcryptoXtsTrace, PartialUnitThroughTheXtsSession)
+{
+    if (!h_)
+        return;
+    Bytes key = random_bytes(64), iv = random_bytes(16);
+    key[32] = key[0] ^ 1; /* the halves differ */
+    for (size_t len : { (size_t)17, (size_t)47, (size_t)1000, (size_t)4096 + 5 }) {
+        size_t bulk = len - 16 - len % 16;
+        std::vector<std::string> want_trace;
+        if (bulk > 0)
+            want_trace.push_back("xts(aes) " + std::to_string(bulk));
+        for (int i = 0; i < 3; i++) /* the tweak, the two stolen blocks */
+            want_trace.push_back("ecb(aes) 16");
+        Bytes pt = random_bytes(len), want, got, back;
+        ASSERT_TRUE(unit(false, 1, key, iv, pt, &want));
+        trace_on();
+        ASSERT_TRUE(unit(true, 1, key, iv, pt, &got)) << len << ": " << error_queue_text();
+        EXPECT_EQ(trace_take(), want_trace) << len << " bytes encrypted";
+        EXPECT_TRUE(got == want) << len << " bytes: wrong ciphertext";
+        trace_on();
+        ASSERT_TRUE(unit(true, 0, key, iv, want, &back)) << len << ": " << error_queue_text();
+        EXPECT_EQ(trace_take(), want_trace) << len << " bytes decrypted";
+        EXPECT_TRUE(back == pt) << len << " bytes: wrong plaintext";
+    }
 }
 
 } // namespace

@@ -36,7 +36,10 @@
  *                      thread PID with ENOMEM, as a kernel short of memory
  *                      does, and append each refused length to
  *                      FILE.refused (a test writes and removes FILE while
- *                      the device runs; other processes are not touched)
+ *                      the device runs; other processes are not touched);
+ *                      and while FILE.trace holds "PID", append a line
+ *                      "KERNEL-NAME LENGTH" to FILE.trace.log for each
+ *                      CIOCCRYPT it completes for thread PID
  *
  * Driver names are "cuse-" plus the kernel name with punctuation turned into
  * dashes: "cuse-cbc-aes", "cuse-sha256".
@@ -556,6 +559,31 @@ static int size_refused(fuse_req_t req, size_t len)
     return refuse;
 }
 
+/* --size-limit's FILE.trace: the request of len bytes on s, completed for
+ * req's caller, into FILE.trace.log when that caller is traced. */
+static void trace_served(fuse_req_t req, const dev_session *s, size_t len)
+{
+    char path[4200];
+    long pid;
+    FILE *f;
+    int traced = 0;
+
+    if (opt_size_limit == NULL)
+        return;
+    snprintf(path, sizeof(path), "%s.trace", opt_size_limit);
+    if ((f = fopen(path, "r")) == NULL)
+        return;
+    traced = fscanf(f, "%ld", &pid) == 1 && pid == (long)fuse_req_ctx(req)->pid;
+    fclose(f);
+    if (!traced)
+        return;
+    snprintf(path, sizeof(path), "%s.trace.log", opt_size_limit);
+    if ((f = fopen(path, "a")) != NULL) {
+        fprintf(f, "%s %zu\n", s->kname, len);
+        fclose(f);
+    }
+}
+
 static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
                      const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
@@ -624,10 +652,12 @@ static void do_crypt(fuse_req_t req, dev_file *f, void *arg,
         return;
     }
     err = crypt_run(s, &cop, &x, p, p + x.src, obuf);
-    if (err != 0)
+    if (err != 0) {
         fuse_reply_err(req, err);
-    else
+    } else {
+        trace_served(req, s, cop.len);
         fuse_reply_ioctl(req, 0, obuf, outlen);
+    }
     OPENSSL_cleanse(obuf, outlen);
     free(obuf);
 }
