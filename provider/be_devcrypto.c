@@ -738,28 +738,6 @@ static int dc_chain_crypt(hwaf_be_cipher *s, int enc,
     return 1;
 }
 
-/* t = t * x^n in GF(2^128) (IEEE 1619 byte order: t[0] is the lowest
- * byte), on two 64-bit halves. */
-static void dc_xts_mul(unsigned char t[DC_BLOCK], size_t n)
-{
-    uint64_t lo = 0, hi = 0, c;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        lo = lo << 8 | t[i];
-        hi = hi << 8 | t[8 + i];
-    }
-    while (n-- > 0) {
-        c = hi >> 63;
-        hi = hi << 1 | lo >> 63;
-        lo = lo << 1 ^ (0x87 & (0 - c));
-    }
-    for (i = 0; i < 8; i++) {
-        t[i] = (unsigned char)(lo >> (8 * i));
-        t[8 + i] = (unsigned char)(hi >> (8 * i));
-    }
-}
-
 static void dc_xor(unsigned char *d, const unsigned char *a,
                    const unsigned char *b, size_t n)
 {
@@ -818,7 +796,7 @@ static int dc_xts_steal(hwaf_be_cipher *s, int enc, const unsigned char *t,
     int r;
 
     memcpy(t_next, t, DC_BLOCK);
-    dc_xts_mul(t_next, 1);
+    hwaf_xts_mul(t_next, 1);
     if (enc) {
         if ((r = dc_xts_block(s, 1, t, last, cc)) < 0)
             goto end;
@@ -886,7 +864,7 @@ static int dc_xts_slow(hwaf_be_cipher *s, int enc, const unsigned char *iv,
         memcpy(t_next, t, DC_BLOCK);
         for (i = 0; i < n; i += DC_BLOCK) {
             memcpy(tw + i, t, DC_BLOCK);
-            dc_xts_mul(t, 1);
+            hwaf_xts_mul(t, 1);
         }
         dc_xor(buf, in + done, tw, n);
         r = dc_op(s->impl->alg->kind, s->fd, s->ecb_data, enc ? COP_ENCRYPT : COP_DECRYPT, 0,
@@ -945,7 +923,7 @@ static int dc_xts_partial(hwaf_be_cipher *s, int enc, const unsigned char *iv,
     r = dc_cipher_op(s, s->ecb_tweak, COP_ENCRYPT, NULL, iv, t, DC_BLOCK);
     if (r < 0)
         goto end;
-    dc_xts_mul(t, bulk / DC_BLOCK);
+    hwaf_xts_mul(t, bulk / DC_BLOCK);
     r = dc_xts_steal(s, enc, t, last, tail, b, out + bulk);
  end:
     OPENSSL_cleanse(t, sizeof(t));

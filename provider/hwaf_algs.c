@@ -87,3 +87,23 @@ static const unsigned char kat_HMAC_SHA2_512[] =
                         KAT_INLEN_##kind },
 
 const hwaf_alg hwaf_algs[HWAF_NALGS] = { HWAF_ALGORITHMS(HWAF_ALG_ENTRY) };
+
+void hwaf_xts_mul(unsigned char t[16], size_t n)
+{
+    uint64_t lo = 0, hi = 0, c;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        lo = lo << 8 | t[i];
+        hi = hi << 8 | t[8 + i];
+    }
+    while (n-- > 0) {
+        c = hi >> 63;
+        hi = hi << 1 | lo >> 63;
+        lo = lo << 1 ^ (0x87 & (0 - c));
+    }
+    for (i = 0; i < 8; i++) {
+        t[i] = (unsigned char)(lo >> (8 * i));
+        t[8 + i] = (unsigned char)(hi >> (8 * i));
+    }
+}

@@ -43,6 +43,10 @@ typedef struct hwaf_alg_st {
     unsigned int kat_inlen;
 } hwaf_alg;
 
+/* XTS: t = t * x^n in GF(2^128), IEEE 1619's byte order (t[0] the lowest
+ * byte): the tweak n blocks on (hwaf_algs.c). */
+void hwaf_xts_mul(unsigned char t[16], size_t n);
+
 /* A kernel driver one backend can reach for one algorithm. */
 typedef struct hwaf_driver_st {
     char name[HWAF_DRIVER_NAME_MAX]; /* driver name, e.g. "cbc-aes-aesni" */

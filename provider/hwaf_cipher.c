@@ -470,23 +470,6 @@ static int ctr_crypt(hwaf_cipher_ctx *ctx, unsigned char *out,
     return 1;
 }
 
-/* t = t * alpha^n in GF(2^128), IEEE 1619's little-endian convention. */
-static void xts_mul_alpha(unsigned char t[BLK], size_t n)
-{
-    while (n-- > 0) {
-        unsigned int carry = 0, c;
-        int i;
-
-        for (i = 0; i < BLK; i++) {
-            c = t[i] >> 7;
-            t[i] = (unsigned char)((t[i] << 1) | carry);
-            carry = c;
-        }
-        if (carry)
-            t[0] ^= 0x87;
-    }
-}
-
 /*
  * An XTS data unit larger than the backend takes in one operation (AF_ALG:
  * its socket's send buffer).  The tweak of block j is E_K2(IV) * alpha^j, and
@@ -543,7 +526,7 @@ static int xts_split(hwaf_cipher_ctx *ctx, hwaf_be_cipher *be, size_t max,
             goto end;
         if (!be_crypt(ctx, ctx->impl->be, be, ctx->enc, piv, in + off, out + off, n))
             goto end;
-        xts_mul_alpha(t, n / BLK);
+        hwaf_xts_mul(t, n / BLK);
         off += n;
     }
     ok = 1;
