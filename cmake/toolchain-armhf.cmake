@@ -1,7 +1,7 @@
 # Cross-build hwaf for Debian armhf (arm-linux-gnueabihf) with Debian 12's cross toolchain
 # (gcc-arm-linux-gnueabihf, g++-arm-linux-gnueabihf) and the multiarch development packages
 # (libssl-dev:armhf, libgtest-dev:armhf, libkcapi-dev:armhf, libfuse3-dev:armhf;
-# tools/deps --arch armhf installs them):
+# tools/deps --test installs them):
 #
 #   cmake -S . -B build-armhf -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-armhf.cmake
 #

@@ -32,20 +32,56 @@
 #include <hwaf/hwaf.h>
 #include "hwaf-calibrate.h"
 
-static const char *const ciphers[] = {
-    "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "AES-128-CTR", "AES-192-CTR",
-    "AES-256-CTR", "AES-128-XTS", "AES-256-XTS"
-};
-static const char *const digests[] = {
-    "SHA1", "SHA2-224", "SHA2-256", "SHA2-384", "SHA2-512"
-};
-
-static const char *const gcms[] = {
-    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
-};
-
 static unsigned char sample[4096 + 13];
 static unsigned char key[64], iv[16];
+/* hwaf-offload of every hwaf context of a run of the checks: 1 forces
+ * each operation to the kernel, HWAF_OFFLOAD_AUTO leaves it to the
+ * configuration's dispatch. */
+static int offload = HWAF_OFFLOAD_AUTO;
+
+/* The work hwaf handed to its kernel backends so far, both together. */
+static OSSL_PROVIDER *hwaf_prov;
+static uint64_t work_ops, work_bytes; /* before the current check */
+static int kernel_work(uint64_t *ops, uint64_t *bytes)
+{
+    uint64_t ao = 0, ab = 0, dop = 0, db = 0;
+    OSSL_PARAM q[] = {
+        OSSL_PARAM_uint64(HWAF_PARAM_AFALG_OPS, &ao),
+        OSSL_PARAM_uint64(HWAF_PARAM_AFALG_BYTES, &ab),
+        OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_OPS, &dop),
+        OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_BYTES, &db),
+        OSSL_PARAM_END
+    };
+
+    if (!OSSL_PROVIDER_get_params(hwaf_prov, q))
+        return 0;
+    *ops = ao + dop;
+    *bytes = ab + db;
+    return 1;
+}
+
+/*
+ * One check's line: its verdict against the default provider and the work
+ * the kernel did for it.  A check forced to the kernel (offload 1) that
+ * handed the kernel nothing fails, whatever its bytes.
+ */
+static int report(const char *name, const char *driver, int ok)
+{
+    uint64_t ops = 0, bytes = 0;
+
+    kernel_work(&ops, &bytes);
+    ops -= work_ops;
+    bytes -= work_bytes;
+    if (offload == 1 && ops == 0) {
+        printf("  %-12s %-32s FAILED: forced to the kernel, which was handed nothing\n",
+               name, driver);
+        return 0;
+    }
+    printf("  %-12s %-32s %s; kernel: %llu operations, %llu bytes\n", name, driver,
+           ok ? "matches default provider" : "MISMATCH",
+           (unsigned long long)ops, (unsigned long long)bytes);
+    return ok;
+}
 
 /*
  * One message through cipher name: the output length, 0 on failure.  With
@@ -61,9 +97,14 @@ static int run_cipher(OSSL_LIB_CTX *lib, const char *name, const char *propq,
     EVP_CIPHER *c = EVP_CIPHER_fetch(lib, name, propq);
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     int ok = 0, l0 = 0, l1 = 0, l2 = 0;
+    OSSL_PARAM op[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
 
+    /* hwaf's own contexts take the run's offload choice (forced or not);
+     * the default provider's reference ones take nothing. */
+    if (strcmp(propq, "provider=default") != 0)
+        op[0] = OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &offload);
     if (c != NULL && ctx != NULL
-        && EVP_CipherInit_ex2(ctx, c, key, iv, enc, NULL)
+        && EVP_CipherInit_ex2(ctx, c, key, iv, enc, op)
         && (tag == NULL || enc
             || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0)
         && (tag == NULL || EVP_CipherUpdate(ctx, NULL, &l0, sample, 13))
@@ -99,11 +140,8 @@ static int check_cipher(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     if (la == 0)
         return -1;
     lback = run_cipher(lib, name, "provider=default", 0, a, la, back, NULL, NULL, 0);
-    printf("  %-12s %-32s %s\n", name, driver,
-           la == lb && memcmp(a, b, la) == 0 && lback == inl
-           && memcmp(back, sample, inl) == 0 ? "matches default provider" : "MISMATCH");
-    return la == lb && memcmp(a, b, la) == 0 && lback == inl
-           && memcmp(back, sample, inl) == 0;
+    return report(name, driver, la == lb && memcmp(a, b, la) == 0 && lback == inl
+                                && memcmp(back, sample, inl) == 0);
 }
 
 static int check_digest(OSSL_LIB_CTX *lib, const char *name, const char *propq)
@@ -117,17 +155,16 @@ static int check_digest(OSSL_LIB_CTX *lib, const char *name, const char *propq)
         OSSL_PARAM_utf8_string(HWAF_PARAM_DRIVER, driver, sizeof(driver)),
         OSSL_PARAM_END
     };
+    OSSL_PARAM op[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &offload), OSSL_PARAM_END };
     int ok = -1;
 
     if (h != NULL && d != NULL && ctx != NULL
-        && EVP_DigestInit_ex(ctx, h, NULL)
+        && EVP_DigestInit_ex2(ctx, h, op)
         && EVP_DigestUpdate(ctx, sample, sizeof(sample))
         && EVP_MD_CTX_get_params(ctx, p)
         && EVP_DigestFinal_ex(ctx, a, &la)
         && EVP_Digest(sample, sizeof(sample), b, &lb, d, NULL)) {
-        ok = la == lb && memcmp(a, b, la) == 0;
-        printf("  %-12s %-32s %s\n", name, driver,
-               ok ? "matches default provider" : "MISMATCH");
+        ok = report(name, driver, la == lb && memcmp(a, b, la) == 0);
     }
     EVP_MD_CTX_free(ctx);
     EVP_MD_free(h);
@@ -154,10 +191,7 @@ static int check_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     tb[0] ^= 1;
     refused = run_cipher(lib, name, propq, 0, b, lb, back, tb, NULL, 0) == 0;
     ERR_clear_error();
-    ok = ok && refused;
-    printf("  %-12s %-32s %s\n", name, driver,
-           ok ? "matches default provider" : "MISMATCH");
-    return ok;
+    return report(name, driver, ok && refused);
 }
 
 static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
@@ -169,6 +203,7 @@ static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
     char driver[128] = "?", label[32];
     OSSL_PARAM mp[] = {
         OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
+        OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &offload),
         OSSL_PARAM_END
     };
     OSSL_PARAM p[] = {
@@ -184,10 +219,8 @@ static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
         && EVP_MAC_final(ctx, a, &la, sizeof(a))
         && EVP_Q_mac(lib, "HMAC", "provider=default", digest, NULL, key, 32,
                      sample, sizeof(sample), b, sizeof(b), &lb) != NULL) {
-        ok = la == lb && memcmp(a, b, la) == 0;
         snprintf(label, sizeof(label), "HMAC-%s", digest);
-        printf("  %-12s %-32s %s\n", label, driver,
-               ok ? "matches default provider" : "MISMATCH");
+        ok = report(label, driver, la == lb && memcmp(a, b, la) == 0);
     }
     ERR_clear_error();
     EVP_MAC_CTX_free(ctx);
@@ -195,6 +228,27 @@ static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
     EVP_MAC_free(d);
     return ok;
 }
+
+/* Every check, in the order they are shown. */
+static int check_hmac_named(OSSL_LIB_CTX *lib, const char *name, const char *propq)
+{
+    return check_hmac(lib, name + strlen("HMAC-"), propq);
+}
+static const struct {
+    const char *name;
+    int (*fn)(OSSL_LIB_CTX *lib, const char *name, const char *propq);
+} checks[] = {
+    { "AES-128-CBC", check_cipher }, { "AES-192-CBC", check_cipher },
+    { "AES-256-CBC", check_cipher }, { "AES-128-CTR", check_cipher },
+    { "AES-192-CTR", check_cipher }, { "AES-256-CTR", check_cipher },
+    { "AES-128-XTS", check_cipher }, { "AES-256-XTS", check_cipher },
+    { "SHA1", check_digest }, { "SHA2-224", check_digest }, { "SHA2-256", check_digest },
+    { "SHA2-384", check_digest }, { "SHA2-512", check_digest },
+    { "AES-128-GCM", check_gcm }, { "AES-192-GCM", check_gcm }, { "AES-256-GCM", check_gcm },
+    { "HMAC-SHA1", check_hmac_named }, { "HMAC-SHA2-224", check_hmac_named },
+    { "HMAC-SHA2-256", check_hmac_named }, { "HMAC-SHA2-384", check_hmac_named },
+    { "HMAC-SHA2-512", check_hmac_named },
+};
 
 /*
  * The "probe <backend> <key>" lines of text, sorted, into out (at most len
@@ -295,7 +349,6 @@ int main(int argc, char **argv)
     double budget = 0.005;
     int calibrate = 0, if_stale = 0, a;
     char cfgfile[4096];
-    uint64_t ops = 0, bytes = 0;
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_AFALG_STATUS, (char **)&afalg, 0),
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_DEVCRYPTO_STATUS, (char **)&devcrypto, 0),
@@ -311,7 +364,7 @@ int main(int argc, char **argv)
         OSSL_PARAM_utf8_ptr(HWAF_PARAM_PROBE, (char **)&probed, 0),
         OSSL_PARAM_END
     };
-    int checked = 0, failed = 0, hw;
+    int checked = 0, forced_checked = 0, failed = 0, hw, run;
     size_t i;
 
     for (a = 1; a < argc; a++) {
@@ -444,40 +497,33 @@ int main(int argc, char **argv)
         l += n + (l[n] == '\n');
     }
 
-    for (hw = 1; hw >= 0; hw--) {
-        const char *propq = hw ? "provider=hwaf,hwaf.hw=yes" : "provider=hwaf,hwaf.hw=no";
+    /* Each implementation twice: forced to the kernel (it must have been
+     * handed the work), then as the configuration's dispatch decides. */
+    hwaf_prov = hwaf;
+    for (run = 0; run < 2; run++) {
+        offload = run == 0 ? 1 : HWAF_OFFLOAD_AUTO;
+        for (hw = 1; hw >= 0; hw--) {
+            const char *propq = hw ? "provider=hwaf,hwaf.hw=yes" : "provider=hwaf,hwaf.hw=no";
+            int before = checked;
 
-        int before = checked;
+            printf("checks through %s, %s\n", propq,
+                   run == 0 ? "forced to the kernel (hwaf-offload 1)"
+                            : "by the configuration's dispatch");
+            for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+                int r;
 
-        printf("checks through %s\n", propq);
-        for (i = 0; i < sizeof(ciphers) / sizeof(ciphers[0]); i++) {
-            int r = check_cipher(lib, ciphers[i], propq);
-
-            checked += r >= 0;
-            failed += r == 0;
+                kernel_work(&work_ops, &work_bytes);
+                r = checks[i].fn(lib, checks[i].name, propq);
+                checked += r >= 0;
+                failed += r == 0;
+                forced_checked += run == 0 && r >= 0;
+            }
+            if (checked == before)
+                printf("  none offered\n");
         }
-        for (i = 0; i < sizeof(digests) / sizeof(digests[0]); i++) {
-            int r = check_digest(lib, digests[i], propq);
-
-            checked += r >= 0;
-            failed += r == 0;
-        }
-        for (i = 0; i < sizeof(gcms) / sizeof(gcms[0]); i++) {
-            int r = check_gcm(lib, gcms[i], propq);
-
-            checked += r >= 0;
-            failed += r == 0;
-        }
-        for (i = 0; i < sizeof(digests) / sizeof(digests[0]); i++) {
-            int r = check_hmac(lib, digests[i], propq);
-
-            checked += r >= 0;
-            failed += r == 0;
-        }
-        if (checked == before)
-            printf("  none offered\n");
     }
     {
+        uint64_t ops = 0, bytes = 0;
         OSSL_PARAM q[] = {
             OSSL_PARAM_uint64(HWAF_PARAM_AFALG_OPS, &ops),
             OSSL_PARAM_uint64(HWAF_PARAM_AFALG_BYTES, &bytes),
@@ -489,6 +535,7 @@ int main(int argc, char **argv)
                (unsigned long long)ops, (unsigned long long)bytes);
     }
     {
+        uint64_t ops = 0, bytes = 0;
         OSSL_PARAM q[] = {
             OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_OPS, &ops),
             OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_BYTES, &bytes),
@@ -499,7 +546,7 @@ int main(int argc, char **argv)
         printf("work handed to /dev/crypto: %llu operations, %llu bytes\n",
                (unsigned long long)ops, (unsigned long long)bytes);
     }
-    printf("%d checked, %d failed\n", checked, failed);
+    printf("%d checked (%d forced to the kernel), %d failed\n", checked, forced_checked, failed);
     OSSL_PROVIDER_unload(hwaf);
     OSSL_PROVIDER_unload(dflt);
     OSSL_LIB_CTX_free(lib);

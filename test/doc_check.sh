@@ -28,8 +28,8 @@ passes=0
 ok() { passes=$((passes + 1)); echo "ok   - $*"; }
 bad() { fails=$((fails + 1)); echo "FAIL - $*"; }
 
-command -v mandoc >/dev/null || { echo "FAIL - mandoc not found (Debian package mandoc; tools/deps)"; exit 1; }
-command -v lexgrog >/dev/null || { echo "FAIL - lexgrog not found (Debian package man-db; tools/deps)"; exit 1; }
+command -v mandoc >/dev/null || { echo "FAIL - mandoc not found (Debian package mandoc; tools/deps --test)"; exit 1; }
+command -v lexgrog >/dev/null || { echo "FAIL - lexgrog not found (Debian package man-db; tools/deps --test)"; exit 1; }
 
 pages="hwaf.7 hwaf-info.1 hwaf-bench.1"
 for p in $pages; do

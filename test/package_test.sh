@@ -326,7 +326,7 @@ if in_root which openvpn >/dev/null 2>&1; then
     app "openvpn --test-crypto (AES-256-CBC, SHA256) through OPENSSL_CONF" "OPENSSL_CONF=/tmp/dir.cnf" \
         openvpn --test-crypto --secret /tmp/static.key --cipher AES-256-CBC --auth SHA256 --verb 1
 else
-    bad "openvpn not installed (Debian package openvpn; tools/deps)"
+    bad "openvpn not installed (Debian package openvpn; tools/deps --test)"
 fi
 if in_root which curl >/dev/null 2>&1; then
     in_root ip link set lo up 2>/dev/null
@@ -343,7 +343,7 @@ if in_root which curl >/dev/null 2>&1; then
     kill $spid 2>/dev/null
     wait $spid 2>/dev/null
 else
-    bad "curl not installed (Debian package curl; tools/deps)"
+    bad "curl not installed (Debian package curl; tools/deps --test)"
 fi
 # ---- the calibration file through the shipped hwaf.cnf -----------------------------
 # A load through /etc/ssl/openssl.cnf + hwaf.cnf (which names the file)

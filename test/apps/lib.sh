@@ -57,7 +57,7 @@ finish() {
 # The applications must be there: a missing one fails, never skips.
 need() {
     for _p in "$@"; do
-        command -v "$_p" >/dev/null 2>&1 || { bad "$_p not installed (tools/deps installs it)"; finish; }
+        command -v "$_p" >/dev/null 2>&1 || { bad "$_p not installed (tools/deps --test installs it)"; finish; }
     done
 }
 
