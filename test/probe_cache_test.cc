@@ -17,6 +17,11 @@
  * /proc/crypto (HWAF_TEST_KERNEL_RELEASE / HWAF_TEST_PROC_CRYPTO) means a
  * full probe; /proc/crypto's refcnt lines do not count; a malformed probe
  * line refuses the load naming file and line.
+ *
+ * ProbeCache.TemplateInstancesDoNotCount: /proc/crypto's template instances
+ * (hmac(sha256-avx2), which hwaf's own probe makes the kernel create) do
+ * not count: the result kept after a probe is taken with none of them (a
+ * fresh boot) and with one more; a driver of its own more still counts.
  */
 #include "hwaf_test.h"
 
@@ -232,4 +237,80 @@ TEST(ProbeCache, KeptResultOnlyForTheSameKernelState)
         EXPECT_EQ(refused.status, "not loaded\n") << refused.all;
         EXPECT_NE(refused.all.find(badcal + ":"), std::string::npos) << refused.all;
     }
+}
+
+/* /proc/crypto without the entries (blank-line separated) whose driver
+ * line names a template instance, "driver : hmac(sha256-avx2)". */
+static std::string without_instances(const std::string &reg, int *dropped)
+{
+    std::string out;
+    size_t at = 0;
+
+    *dropped = 0;
+    while (at < reg.size()) {
+        size_t end = reg.find("\n\n", at);
+        end = end == std::string::npos ? reg.size() : end + 2;
+        std::string entry = reg.substr(at, end - at);
+        size_t d = entry.find("\ndriver ");
+        size_t dl = d == std::string::npos ? d : entry.find('\n', d + 1);
+        if (d != std::string::npos && entry.substr(d, dl - d).find('(') != std::string::npos)
+            ++*dropped;
+        else
+            out += entry;
+        at = end;
+    }
+    return out;
+}
+
+TEST(ProbeCache, TemplateInstancesDoNotCount)
+{
+    const std::string be = backend_name();
+    if (be == "afalg" ? !kernel_has_afalg() : !devcrypto_present()) {
+        ADD_FAILURE() << "no " << be;
+        return;
+    }
+    /* A full probe (it makes hmac() instances if none were there yet), its
+     * result kept. */
+    Load full = load_in_new_process("");
+    ASSERT_EQ(full.result, "ok\n") << full.all;
+    ASSERT_NE(first_line(full.probe).rfind("probe " + be + " ", 0), std::string::npos) << full.all;
+    std::string cal = write_temp_file("calibration", "hwaf-calibration 1\n" + full.probe);
+    std::string reg = read_file("/proc/crypto");
+    /* Over AF_ALG the probe binds hmac(sha1) to hmac(sha512): the kernel
+     * has an instance of each now.  (The test's /dev/crypto computes in
+     * user space and makes none.) */
+    if (be == "afalg") {
+        ASSERT_NE(reg.find("driver       : hmac(sha256"), std::string::npos)
+            << "no hmac() instance in /proc/crypto after hwaf's probe";
+    }
+
+    /* As a fresh boot has it: no instance at all. */
+    int dropped = 0;
+    std::string bare = without_instances(reg, &dropped);
+    if (be == "afalg") {
+        ASSERT_GE(dropped, 5) << "hwaf's probe made an hmac() over each of 5 SHA drivers";
+    }
+    Load boot = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", bare));
+    EXPECT_EQ(boot.result, "ok\n") << boot.all;
+    EXPECT_NE(boot.status.find("(probe result cached)"), std::string::npos) << boot.all;
+    EXPECT_EQ(boot.probe, full.probe);
+
+    /* One instance more, as another user of the kernel's crypto makes. */
+    std::string more = reg + "name         : hmac(sha512)\ndriver       : hmac(sha512-generic)\n"
+                             "module       : kernel\npriority     : 100\nrefcnt       : 1\n"
+                             "selftest     : passed\ninternal     : no\ntype         : shash\n"
+                             "blocksize    : 128\ndigestsize   : 64\n\n";
+    Load inst = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", more));
+    EXPECT_NE(inst.status.find("(probe result cached)"), std::string::npos) << inst.all;
+    EXPECT_EQ(inst.result, "ok\n") << inst.all;
+
+    /* The driver under it, new: another driver set, a full probe. */
+    std::string base = more + "name         : sha512\ndriver       : sha512-newengine\n"
+                              "module       : kernel\npriority     : 300\nrefcnt       : 1\n"
+                              "selftest     : passed\ninternal     : no\ntype         : shash\n"
+                              "blocksize    : 128\ndigestsize   : 64\n\n";
+    Load drv = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", base));
+    EXPECT_EQ(drv.status.find("cached"), std::string::npos) << drv.status;
+    EXPECT_NE(drv.log.find("full probe"), std::string::npos) << drv.log;
+    EXPECT_EQ(drv.result, "ok\n") << drv.all;
 }
