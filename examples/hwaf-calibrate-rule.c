@@ -25,13 +25,15 @@ double cal_median(double *v, int n)
 
 /*
  * The kernel/software ratio decided on is the median of the rounds'
- * ratios; on an engine (hw) the ratio of each path's best round instead
- * when that is smaller: time only ever gets added to a timing, and an
- * engine working outside the CPU (virtio-crypto: a thread of the host) can
- * be slowed for a while without software being slowed with it, which the
- * pairing cannot cancel.  (On a CPU driver both paths run on the same CPU,
- * and the best rounds of each, taken at different moments, would only add
- * noise.)
+ * ratios; for wall clock on an engine (hw) the ratio of each path's best
+ * round instead when that is smaller: time only ever gets added to a
+ * timing, and an engine working outside the CPU (virtio-crypto: a thread
+ * of the host) can be slowed for a while without software being slowed
+ * with it, which the pairing cannot cancel.  Not for CPU time: the
+ * calling thread waits for a slow engine without spending CPU, and the
+ * best rounds of each path, taken at different moments, would only add
+ * noise and lean towards the kernel (as on a CPU driver, for both
+ * measures).
  */
 void cal_settle(cal_point *pt, int hw)
 {
@@ -48,7 +50,8 @@ void cal_settle(cal_point *pt, int hw)
             best[path] = v[0];
         }
         pt->ratio[m] = cal_median(r, pt->n);
-        if (hw && best[CAL_SOFT] > 0 && best[CAL_KERNEL] / best[CAL_SOFT] < pt->ratio[m])
+        if (hw && m == CAL_WALL && best[CAL_SOFT] > 0
+            && best[CAL_KERNEL] / best[CAL_SOFT] < pt->ratio[m])
             pt->ratio[m] = best[CAL_KERNEL] / best[CAL_SOFT];
     }
     pt->state = 1;
@@ -80,17 +83,25 @@ void cal_thresholds(const cal_costs *r, int from[2])
 void cal_print_figures(FILE *f, const char *impl, const cal_costs *r, int m)
 {
     size_t i;
+    int line;
 
-    fprintf(f, "# %s %s", impl, m == CAL_WALL ? "wall:" : "cpu: ");
-    for (i = 0; i < CAL_NSIZES; i++) {
-        const cal_point *pt = &r->p[i];
+    for (line = 0; line < 2; line++) {
+        fprintf(f, "# %s %s", impl, m == CAL_WALL ? line == 0 ? "wall:" : "wall ratio:"
+                                                 : line == 0 ? "cpu: " : "cpu ratio: ");
+        for (i = 0; i < CAL_NSIZES; i++) {
+            const cal_point *pt = &r->p[i];
 
-        if (pt->state == 0)
-            fprintf(f, " -");
-        else if (pt->state < 0)
-            fprintf(f, " -/-");
-        else
-            fprintf(f, " %.1f/%.1f", pt->cost[m][CAL_KERNEL] * 1e6, pt->cost[m][CAL_SOFT] * 1e6);
+            if (pt->state == 0)
+                fprintf(f, " -");
+            else if (pt->state < 0)
+                fprintf(f, " -/-");
+            else if (line == 0)
+                fprintf(f, " %.1f/%.1f", pt->cost[m][CAL_KERNEL] * 1e6,
+                        pt->cost[m][CAL_SOFT] * 1e6);
+            else   /* cut, not rounded (a ratio is positive): one shown below
+                    * 0.950 is a win */
+                fprintf(f, " %.3f", (double)(long long)(pt->ratio[m] * 1000) / 1000);
+        }
+        fprintf(f, "\n");
     }
-    fprintf(f, "\n");
 }

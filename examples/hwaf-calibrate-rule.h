@@ -66,10 +66,11 @@ int cal_wins(const cal_point *pt, int m);
 void cal_thresholds(const cal_costs *r, int from[2]);
 
 /*
- * The comment line of measure m for the implementation impl ("<name>
- * <backend> <driver>"), "# <impl> wall:" or "# <impl> cpu: ", then per size
- * the medians, kernel/software in us per operation; "-" where not measured,
- * "-/-" where the kernel cannot take it.
+ * The comment lines of measure m for the implementation impl ("<name>
+ * <backend> <driver>"): "# <impl> wall:" (or "cpu: ") and per size the
+ * medians, kernel/software in us per operation; then "# <impl> wall ratio:"
+ * (or "cpu ratio: ") and per size the ratio decided on, cut to 3 decimals.
+ * "-" where not measured, "-/-" where the kernel cannot take it.
  */
 void cal_print_figures(FILE *f, const char *impl, const cal_costs *r, int m);
 

@@ -563,8 +563,12 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
             "# probe <backend> <key>, then per driver the probe found:\n"
             "# driver <backend> <kernel name>/<key bytes> <driver> <priority> <hw> <request max>\n"
             "# per operation (us), kernel / software, wall and user+system CPU, medians of\n"
-            "# %d interleaved rounds, %d on an engine (\"-\": not needed, not measured):\n"
-            "# size:", u.release, ctime(&t0), CAL_ROUNDS, CAL_HW_ROUNDS);
+            "# %d interleaved rounds, %d on an engine (\"-\": not needed, not measured);\n"
+            "# ratio: what decides, the median of the rounds' kernel/software ratios (wall\n"
+            "# on an engine: the ratio of each path's best round when smaller). The kernel\n"
+            "# wins a size below %.2f; the threshold is the smallest size from which it wins\n"
+            "# at every size measured.\n"
+            "# size:", u.release, ctime(&t0), CAL_ROUNDS, CAL_HW_ROUNDS, CAL_WIN);
     for (i = 0; i < CAL_NSIZES; i++)
         fprintf(f, " %zu", cal_sizes[i]);
     fprintf(f, "\n");
