@@ -138,6 +138,27 @@ std::string read_file(const std::string &path)
     return ss.str();
 }
 
+/* Whether the suite's backend is here. */
+bool backend_here(const std::string &be)
+{
+    return be == "afalg" ? kernel_has_afalg() : devcrypto_present();
+}
+
+/* One /proc/crypto entry, as the kernel lists it. */
+std::string registry_entry(const std::string &name, const std::string &driver, int priority,
+                           const std::string &type)
+{
+    return "name         : " + name + "\ndriver       : " + driver + "\nmodule       : kernel\n"
+           "priority     : " + std::to_string(priority) + "\nrefcnt       : 1\n"
+           "selftest     : passed\ninternal     : no\ntype         : " + type + "\n\n";
+}
+
+/* One load in a fresh process with registry read instead of /proc/crypto. */
+Load load_with_registry(const std::string &cal, const std::string &registry)
+{
+    return load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", registry));
+}
+
 }  // namespace
 
 TEST(ProbeCache, DISABLED_Load)
@@ -174,10 +195,7 @@ TEST(ProbeCache, DISABLED_Load)
 TEST(ProbeCache, KeptResultOnlyForTheSameKernelState)
 {
     const std::string be = backend_name();
-    if (be == "afalg" ? !kernel_has_afalg() : !devcrypto_present()) {
-        ADD_FAILURE() << "no " << be;
-        return;
-    }
+    ASSERT_TRUE(backend_here(be)) << "no " << be;
 
     /* A full probe, and its result kept. */
     Load full = load_in_new_process("");
@@ -218,13 +236,11 @@ TEST(ProbeCache, KeptResultOnlyForTheSameKernelState)
     ASSERT_FALSE(reg.empty());
     std::string counted = std::regex_replace(reg, std::regex("refcnt( *): [0-9]+"), "refcnt$1: 4242");
     ASSERT_NE(counted, reg) << "no refcnt line in /proc/crypto";
-    Load refcnt = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", counted));
+    Load refcnt = load_with_registry(cal, counted);
     EXPECT_NE(refcnt.status.find("(probe result cached)"), std::string::npos) << refcnt.all;
     EXPECT_EQ(refcnt.result, "ok\n");
-    std::string more = reg + "name         : cbc(aes)\ndriver       : cbc-aes-newengine\n"
-                             "module       : kernel\npriority     : 500\nrefcnt       : 1\n"
-                             "selftest     : passed\ninternal     : no\ntype         : skcipher\n\n";
-    Load changed = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", more));
+    Load changed = load_with_registry(cal, reg + registry_entry("cbc(aes)", "cbc-aes-newengine", 500,
+                                                                "skcipher"));
     EXPECT_EQ(changed.status.find("cached"), std::string::npos) << changed.status;
     EXPECT_NE(changed.log.find("full probe"), std::string::npos) << changed.log;
     EXPECT_EQ(changed.result, "ok\n") << changed.all;
@@ -265,10 +281,7 @@ static std::string without_instances(const std::string &reg, int *dropped)
 TEST(ProbeCache, TemplateInstancesDoNotCount)
 {
     const std::string be = backend_name();
-    if (be == "afalg" ? !kernel_has_afalg() : !devcrypto_present()) {
-        ADD_FAILURE() << "no " << be;
-        return;
-    }
+    ASSERT_TRUE(backend_here(be)) << "no " << be;
     /* A full probe (it makes hmac() instances if none were there yet), its
      * result kept. */
     Load full = load_in_new_process("");
@@ -290,26 +303,19 @@ TEST(ProbeCache, TemplateInstancesDoNotCount)
     if (be == "afalg") {
         ASSERT_GE(dropped, 5) << "hwaf's probe made an hmac() over each of 5 SHA drivers";
     }
-    Load boot = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", bare));
+    Load boot = load_with_registry(cal, bare);
     EXPECT_EQ(boot.result, "ok\n") << boot.all;
     EXPECT_NE(boot.status.find("(probe result cached)"), std::string::npos) << boot.all;
     EXPECT_EQ(boot.probe, full.probe);
 
     /* One instance more, as another user of the kernel's crypto makes. */
-    std::string more = reg + "name         : hmac(sha512)\ndriver       : hmac(sha512-generic)\n"
-                             "module       : kernel\npriority     : 100\nrefcnt       : 1\n"
-                             "selftest     : passed\ninternal     : no\ntype         : shash\n"
-                             "blocksize    : 128\ndigestsize   : 64\n\n";
-    Load inst = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", more));
+    std::string more = reg + registry_entry("hmac(sha512)", "hmac(sha512-generic)", 100, "shash");
+    Load inst = load_with_registry(cal, more);
     EXPECT_NE(inst.status.find("(probe result cached)"), std::string::npos) << inst.all;
     EXPECT_EQ(inst.result, "ok\n") << inst.all;
 
     /* The driver under it, new: another driver set, a full probe. */
-    std::string base = more + "name         : sha512\ndriver       : sha512-newengine\n"
-                              "module       : kernel\npriority     : 300\nrefcnt       : 1\n"
-                              "selftest     : passed\ninternal     : no\ntype         : shash\n"
-                              "blocksize    : 128\ndigestsize   : 64\n\n";
-    Load drv = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", base));
+    Load drv = load_with_registry(cal, more + registry_entry("sha512", "sha512-newengine", 300, "shash"));
     EXPECT_EQ(drv.status.find("cached"), std::string::npos) << drv.status;
     EXPECT_NE(drv.log.find("full probe"), std::string::npos) << drv.log;
     EXPECT_EQ(drv.result, "ok\n") << drv.all;
