@@ -41,32 +41,9 @@
 #include <openssl/provider.h>
 #include <hwaf/hwaf.h>
 #include "hwaf-calibrate.h"
+#include "hwaf-calibrate-rule.h"
 
-static const size_t sizes[] = { 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-#define TOP (NSIZES - 2)   /* 256 KiB: the largest size always measured */
-#define ROUNDS 5
-#define HW_ROUNDS 9   /* on an engine (decide()) */
 #define MIN_OPS 2
-/* The kernel wins a size when its median per-round cost is below WIN times
- * software's; the 1 MiB point is measured too when the ratio at 256 KiB is
- * below CLOSE without winning. */
-#define WIN 0.95
-#define CLOSE 1.15
-
-enum { KERNEL = 0, SOFT = 1 };
-enum { WALL = 0, CPU = 1 };
-typedef struct {
-    int state;               /* 0 not measured, 1 measured, -1 the kernel cannot
-                              * take it in one request (GCM): does not count */
-    int n;                   /* rounds so far: ROUNDS, HW_ROUNDS on an engine */
-    double c[2][2][HW_ROUNDS];  /* [WALL|CPU][KERNEL|SOFT][round]: seconds per op */
-    double cost[2][2];       /* [WALL|CPU][KERNEL|SOFT]: median seconds per op */
-    double ratio[2];         /* [WALL|CPU]: kernel/software, as decided */
-} point;
-typedef struct {
-    point p[NSIZES];
-} costs;
 
 static double now_wall(void)
 {
@@ -193,47 +170,26 @@ static EVP_MAC_CTX *hmac_ctx(EVP_MAC *mac, const char *digest, const char *drv)
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return v[n / 2];
-}
-
 /*
  * Size i: nrounds more rounds, each one timing of each path back to back
  * (which goes first alternates), so that a slow moment of the machine falls
- * on both paths of a round.  The kernel/software ratio decided on is the
- * median of the rounds' ratios; on an engine (hw) the ratio of each path's
- * best round instead when that is smaller: time only ever gets added to a
- * timing, and an engine working outside the CPU (virtio-crypto: a thread
- * of the host) can be slowed for a while without software being slowed
- * with it, which the pairing cannot cancel.  (On a CPU driver both paths
- * run on the same CPU, and the best rounds of each, taken at different
- * moments, would only add noise.)  0 when an operation failed (error
- * queued).
+ * on both paths of a round; then the statistic decided on (cal_settle,
+ * hwaf-calibrate-rule.c).  0 when an operation failed (error queued).
  */
 static int measure_point(const target t[2], int kind, int hw, size_t i, double budget,
-                         point *pt, int nrounds)
+                         cal_point *pt, int nrounds)
 {
-    double r[2][HW_ROUNDS], v[HW_ROUNDS], best[2];
-    int round, k, path, m, j;
+    int round, k, path;
 
     for (round = pt->n; round < pt->n + nrounds; round++) {
         for (k = 0; k < 2; k++) {
             path = (k + round) % 2;
-            if (!time_op(&t[path], path == KERNEL ? 1 : 0, sizes[i], budget,
-                         &pt->c[WALL][path][round], &pt->c[CPU][path][round])) {
+            if (!time_op(&t[path], path == CAL_KERNEL ? 1 : 0, cal_sizes[i], budget,
+                         &pt->c[CAL_WALL][path][round], &pt->c[CAL_CPU][path][round])) {
                 /* A GCM message larger than the kernel takes in one
                  * request is computed in software whatever the
                  * threshold: that size does not count. */
-                if (kind != KIND_GCM || path != KERNEL || i == 0)
+                if (kind != KIND_GCM || path != CAL_KERNEL || i == 0)
                     return 0;
                 ERR_clear_error();
                 pt->state = -1;
@@ -242,80 +198,65 @@ static int measure_point(const target t[2], int kind, int hw, size_t i, double b
         }
     }
     pt->n += nrounds;
-    for (m = 0; m < 2; m++) {
-        for (j = 0; j < pt->n; j++)
-            r[m][j] = pt->c[m][KERNEL][j] / (pt->c[m][SOFT][j] > 0 ? pt->c[m][SOFT][j] : 1e-12);
-        for (path = 0; path < 2; path++) {
-            memcpy(v, pt->c[m][path], sizeof(double) * (size_t)pt->n);
-            pt->cost[m][path] = median(v, pt->n);
-            best[path] = v[0];
-        }
-        pt->ratio[m] = median(r[m], pt->n);
-        if (hw && best[SOFT] > 0 && best[KERNEL] / best[SOFT] < pt->ratio[m])
-            pt->ratio[m] = best[KERNEL] / best[SOFT];
-    }
-    pt->state = 1;
+    cal_settle(pt, hw);
     return 1;
 }
 
 /*
- * The thresholds, [WALL] for policy throughput and [CPU] for policy cpu,
- * as indexes into sizes (-1: never): the smallest size from which the
- * kernel wins (by WIN) at every measured size up to the largest.  Where
- * the two are about even, software: it has no system calls to fail.
+ * The thresholds, [CAL_WALL] for policy throughput and [CAL_CPU] for policy
+ * cpu, as indexes into cal_sizes (-1: never), by cal_thresholds: the
+ * smallest size from which the kernel wins (by CAL_WIN) at every measured
+ * size up to the largest.  Where the two are about even, software: it has
+ * no system calls to fail.  What is measured:
  *
- * A CPU driver: sizes are measured from 256 KiB down, ROUNDS rounds each,
+ * A CPU driver: sizes are measured from 256 KiB down, CAL_ROUNDS rounds each,
  * and no further than both measures need: below the first size where the
  * kernel loses by both, nothing can change the answer (a CPU driver, whose
  * kernel path does software's work plus system calls, is decided at
  * 256 KiB alone).  An engine (hw): every size from 16 B to 256 KiB, in
- * HW_ROUNDS rounds that take the sizes in turn, so that a slow spell of
+ * CAL_HW_ROUNDS rounds that take the sizes in turn, so that a slow spell of
  * the engine (longer than one size's rounds) falls on a round of every
  * size instead of on all the rounds of one.  Either way, when the kernel
  * is close at 256 KiB without winning, 1 MiB is timed too and decides.
  */
-static int decide(const target t[2], int kind, int hw, double budget, costs *r, int from[2])
+static int decide(const target t[2], int kind, int hw, double budget, cal_costs *r, int from[2])
 {
-    int i, m, round, scan[2] = { 1, 1 }, top = (int)TOP;
-    point *pt = &r->p[TOP];
+    int i, m, round, scan[2] = { 1, 1 }, top = (int)CAL_TOP;
+    cal_point *pt = &r->p[CAL_TOP];
 
     memset(r, 0, sizeof(*r));
-    from[WALL] = from[CPU] = -1;
+    from[CAL_WALL] = from[CAL_CPU] = -1;
     if (hw) {
-        for (round = 0; round < HW_ROUNDS; round++)
+        for (round = 0; round < CAL_HW_ROUNDS; round++)
             for (i = top; i >= 0; i--)
                 if (r->p[i].state >= 0
                     && !measure_point(t, kind, hw, (size_t)i, budget, &r->p[i], 1))
                     return 0;
-    } else if (!measure_point(t, kind, hw, TOP, budget, pt, ROUNDS)) {
+    } else if (!measure_point(t, kind, hw, CAL_TOP, budget, pt, CAL_ROUNDS)) {
         return 0;
     }
     for (m = 0; m < 2; m++)
-        if (pt->state == 1 && pt->ratio[m] >= WIN && pt->ratio[m] < CLOSE)
-            top = (int)NSIZES - 1;
-    if (hw && top > (int)TOP
-        && !measure_point(t, kind, hw, (size_t)top, budget, &r->p[top], HW_ROUNDS))
+        if (pt->state == 1 && pt->ratio[m] >= CAL_WIN && pt->ratio[m] < CAL_CLOSE)
+            top = (int)CAL_NSIZES - 1;
+    if (hw && top > (int)CAL_TOP
+        && !measure_point(t, kind, hw, (size_t)top, budget, &r->p[top], CAL_HW_ROUNDS))
         return 0;
-    for (i = top; i >= 0 && (scan[WALL] || scan[CPU]); i--) {
+    for (i = top; i >= 0 && (scan[CAL_WALL] || scan[CAL_CPU]); i--) {
         pt = &r->p[i];
-        if (pt->state == 0 && !measure_point(t, kind, hw, (size_t)i, budget, pt, ROUNDS))
+        if (pt->state == 0 && !measure_point(t, kind, hw, (size_t)i, budget, pt, CAL_ROUNDS))
             return 0;
         if (pt->state < 0)
             continue;
-        for (m = 0; m < 2; m++) {
-            if (!scan[m])
-                continue;
-            if (pt->ratio[m] < WIN)
-                from[m] = i;
-            else
+        for (m = 0; m < 2; m++)
+            if (!cal_wins(pt, m))
                 scan[m] = 0;
-        }
     }
+    cal_thresholds(r, from);
     return 1;
 }
 
 static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const char *propq,
-                   int kind, int hw, double budget, costs *r, int from[2])
+                   int kind, int hw, double budget, cal_costs *r, int from[2])
 {
     static const char *const digests[] = { "SHA1", "SHA2-224", "SHA2-256", "SHA2-384",
                                            "SHA2-512" };
@@ -327,25 +268,25 @@ static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const c
     int k, ok = 0;
 
     memset(t, 0, sizeof(t));
-    t[KERNEL].kind = t[SOFT].kind = kind;
+    t[CAL_KERNEL].kind = t[CAL_SOFT].kind = kind;
     if (kind == KIND_DIGEST) {
         if ((md = EVP_MD_fetch(lib, name, propq)) == NULL
-            || (t[KERNEL].d = t[SOFT].d = EVP_MD_CTX_new()) == NULL)
+            || (t[CAL_KERNEL].d = t[CAL_SOFT].d = EVP_MD_CTX_new()) == NULL)
             goto done;
-        t[KERNEL].md = t[SOFT].md = md;
+        t[CAL_KERNEL].md = t[CAL_SOFT].md = md;
     } else if (kind == KIND_HMAC) {
         /* one "HMAC" per backend and class: the digest whose driver this is */
         if ((mac = EVP_MAC_fetch(lib, name, propq)) == NULL)
             goto done;
-        for (i = 0; i < sizeof(digests) / sizeof(digests[0]) && t[SOFT].m == NULL; i++)
-            if ((t[KERNEL].m = hmac_ctx(mac, digests[i], drv)) != NULL)
-                t[SOFT].m = hmac_ctx(mac, digests[i], drv);
-        if (t[SOFT].m == NULL)
+        for (i = 0; i < sizeof(digests) / sizeof(digests[0]) && t[CAL_SOFT].m == NULL; i++)
+            if ((t[CAL_KERNEL].m = hmac_ctx(mac, digests[i], drv)) != NULL)
+                t[CAL_SOFT].m = hmac_ctx(mac, digests[i], drv);
+        if (t[CAL_SOFT].m == NULL)
             goto done;
     } else {
         if ((ciph = EVP_CIPHER_fetch(lib, name, propq)) == NULL
-            || (t[KERNEL].c = cipher_ctx(ciph, 1)) == NULL
-            || (t[SOFT].c = cipher_ctx(ciph, 0)) == NULL)
+            || (t[CAL_KERNEL].c = cipher_ctx(ciph, 1)) == NULL
+            || (t[CAL_SOFT].c = cipher_ctx(ciph, 0)) == NULL)
             goto done;
     }
     ok = decide(t, kind, hw, budget, r, from);
@@ -354,7 +295,7 @@ static int measure(OSSL_LIB_CTX *lib, const char *name, const char *drv, const c
         EVP_CIPHER_CTX_free(t[k].c);
         EVP_MAC_CTX_free(t[k].m);
     }
-    EVP_MD_CTX_free(t[KERNEL].d);
+    EVP_MD_CTX_free(t[CAL_KERNEL].d);
     EVP_CIPHER_free(ciph);
     EVP_MD_free(md);
     EVP_MAC_free(mac);
@@ -366,36 +307,16 @@ static const char *threshold_text(int from, char *out, size_t len)
     if (from < 0)
         snprintf(out, len, "never");
     else
-        snprintf(out, len, "%zu", from == 0 ? (size_t)0 : sizes[from]);
+        snprintf(out, len, "%zu", from == 0 ? (size_t)0 : cal_sizes[from]);
     return out;
-}
-
-/* One comment line of figures: per size, kernel/software (us per
- * operation, medians), "-" where not measured. */
-static void print_costs(FILE *f, const char *what, const costs *r, int m)
-{
-    size_t i;
-
-    fprintf(f, "%s", what);
-    for (i = 0; i < NSIZES; i++) {
-        const point *pt = &r->p[i];
-
-        if (pt->state == 0)
-            fprintf(f, " -");
-        else if (pt->state < 0)
-            fprintf(f, " -/-");
-        else
-            fprintf(f, " %.1f/%.1f", pt->cost[m][KERNEL] * 1e6, pt->cost[m][SOFT] * 1e6);
-    }
-    fprintf(f, "\n");
 }
 
 /*
  * zerocopy = auto's verdict, per AF_ALG cipher driver: hwaf loaded twice
  * more, in library contexts of their own, with zerocopy = yes and with
  * zerocopy = no; one page-aligned update of ZC_LEN bytes forced to the
- * kernel through each, in ROUNDS rounds that alternate which goes first;
- * splice when its median per round is below WIN times copy's (the
+ * kernel through each, in CAL_ROUNDS rounds that alternate which goes first;
+ * splice when its median per round is below CAL_WIN times copy's (the
  * measurement the provider otherwise makes once per process, be_afalg.c).
  */
 #define ZC_LEN (256u * 1024)
@@ -467,7 +388,7 @@ static int zc_measure(OSSL_LIB_CTX *zl[2], const char *name, const char *drv,
     static unsigned char *abuf;
     EVP_CIPHER_CTX *c[2];
     target t[2];
-    double w[2][ROUNDS], u, r[ROUNDS], ratio;
+    double w[2][CAL_ROUNDS], u, r[CAL_ROUNDS], ratio;
     int k, round, path, verdict = -1;
 
     if (abuf == NULL && posix_memalign((void **)&abuf, 4096, ZC_LEN) != 0)
@@ -484,7 +405,7 @@ static int zc_measure(OSSL_LIB_CTX *zl[2], const char *name, const char *drv,
         fprintf(stderr, "hwaf-info: zerocopy %s %s: no context on that driver\n", name, drv);
         goto done;
     }
-    for (round = 0; round < ROUNDS; round++) {
+    for (round = 0; round < CAL_ROUNDS; round++) {
         for (k = 0; k < 2; k++) {
             path = (k + round) % 2;
             if (!time_op(&t[path], 1, ZC_LEN, budget, &w[path][round], &u)) {
@@ -495,10 +416,10 @@ static int zc_measure(OSSL_LIB_CTX *zl[2], const char *name, const char *drv,
         }
         r[round] = w[0][round] / w[1][round];
     }
-    ratio = median(r, ROUNDS);
-    us[0] = median(w[0], ROUNDS) * 1e6;
-    us[1] = median(w[1], ROUNDS) * 1e6;
-    verdict = ratio < WIN;
+    ratio = cal_median(r, CAL_ROUNDS);
+    us[0] = cal_median(w[0], CAL_ROUNDS) * 1e6;
+    us[1] = cal_median(w[1], CAL_ROUNDS) * 1e6;
+    verdict = ratio < CAL_WIN;
  done:
     for (k = 0; k < 2; k++)
         EVP_CIPHER_CTX_free(c[k]);
@@ -642,10 +563,14 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
             "# probe <backend> <key>, then per driver the probe found:\n"
             "# driver <backend> <kernel name>/<key bytes> <driver> <priority> <hw> <request max>\n"
             "# per operation (us), kernel / software, wall and user+system CPU, medians of\n"
-            "# %d interleaved rounds, %d on an engine (\"-\": not needed, not measured):\n"
-            "# size:", u.release, ctime(&t0), ROUNDS, HW_ROUNDS);
-    for (i = 0; i < NSIZES; i++)
-        fprintf(f, " %zu", sizes[i]);
+            "# %d interleaved rounds, %d on an engine (\"-\": not needed, not measured);\n"
+            "# ratio: what decides, the median of the rounds' kernel/software ratios (wall\n"
+            "# on an engine: the ratio of each path's best round when smaller). The kernel\n"
+            "# wins a size below %.2f; the threshold is the smallest size from which it wins\n"
+            "# at every size measured.\n"
+            "# size:", u.release, ctime(&t0), CAL_ROUNDS, CAL_HW_ROUNDS, CAL_WIN);
+    for (i = 0; i < CAL_NSIZES; i++)
+        fprintf(f, " %zu", cal_sizes[i]);
     fprintf(f, "\n");
     /* What the probe found decides which implementations are calibrated:
      * the backends' status goes into the file, and a probe that met a
@@ -665,7 +590,7 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
         size_t len = strcspn(l, "\n");
         char name[64], be[16], drv[128], hw[8], propq[128], tw[24], tc[24];
         char what[256];
-        costs r;
+        cal_costs r;
         int kind, from[2];
 
         snprintf(line, sizeof(line), "%.*s", (int)len, l);
@@ -680,13 +605,12 @@ int hwaf_calibrate(OSSL_LIB_CTX *lib, OSSL_PROVIDER *hwaf, const char *outfile,
             failed++;
             continue;
         }
-        snprintf(what, sizeof(what), "# %s %s %s wall:", name, be, drv);
-        print_costs(f, what, &r, WALL);
-        snprintf(what, sizeof(what), "# %s %s %s cpu: ", name, be, drv);
-        print_costs(f, what, &r, CPU);
+        snprintf(what, sizeof(what), "%s %s %s", name, be, drv);
+        cal_print_figures(f, what, &r, CAL_WALL);
+        cal_print_figures(f, what, &r, CAL_CPU);
         fprintf(f, "%s %s %s %s %s\n", name, be, drv,
-                threshold_text(from[WALL], tw, sizeof(tw)),
-                threshold_text(from[CPU], tc, sizeof(tc)));
+                threshold_text(from[CAL_WALL], tw, sizeof(tw)),
+                threshold_text(from[CAL_CPU], tc, sizeof(tc)));
         if (f != stdout)
             printf("  %-12s %-9s %-32s throughput %-6s cpu %s\n", name, be, drv, tw, tc);
         n++;

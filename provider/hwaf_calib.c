@@ -12,31 +12,42 @@
  * The zerocopy lines hold the verdict zerocopy = auto would otherwise
  * measure once per process (be_afalg.c), per driver.  The probe and driver
  * lines hold a backend's probe result (hwaf_local.h, hwaf_probe_cache.c).
+ * One threshold line per implementation, one zerocopy line per driver and
+ * one probe line per backend: a second one is a contradiction and fails
+ * the load, naming both lines.  Thresholds take what offload_min takes.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <openssl/crypto.h>
 #include "hwaf_local.h"
+#include "hwaf_err.h"
 #include "hwaf_debug.h"
 
 #define CALIB_MAX_LINES 256
 
+/* Each entry with the line it came from ("line"), for the error that
+ * names both lines of a contradiction. */
 typedef struct {
     char name[64], backend[16], driver[HWAF_DRIVER_NAME_MAX];
     size_t min[2];   /* [HWAF_POLICY_*] */
+    int line;
 } calib_line;
 
 typedef struct {
     char backend[16], driver[HWAF_DRIVER_NAME_MAX];
-    int splice;
+    int splice, line;
 } calib_zc;
 
 typedef struct {
     char backend[16], key[HWAF_PROBE_KEY_LEN];
+    int line;
 } calib_probe;
 
 typedef struct {
@@ -58,7 +69,11 @@ const char *const hwaf_src_names[] = {
     [HWAF_SRC_CACHED] = "cached",
 };
 
-static int parse_size(const char *v, size_t *out)
+/* A driver line's request limit. */
+#define REQUEST_LIMIT_MAX (1ull << 40)
+
+/* "never" (SIZE_MAX) or a number of bytes from 0 to max into *out. */
+static int parse_size(const char *v, unsigned long long max, size_t *out)
 {
     char *end;
     unsigned long long n;
@@ -71,7 +86,7 @@ static int parse_size(const char *v, size_t *out)
         return 0;
     errno = 0;
     n = strtoull(v, &end, 10);
-    if (*end != '\0' || errno != 0 || n > (1ull << 40))
+    if (*end != '\0' || errno != 0 || n > max)
         return 0;
     *out = (size_t)n;
     return 1;
@@ -88,22 +103,28 @@ static const calib_probe *calib_probe_find(const hwaf_calib *c, const char *be)
     return NULL;
 }
 
-/* A probe line's words into c: NULL, or what is wrong with them. */
-static const char *parse_probe(hwaf_calib *c, char w[][HWAF_DRIVER_NAME_MAX], int nw)
+/* A probe line's words into c: NULL, or what is wrong with them (*first:
+ * the line of the backend's earlier probe line, when that is what). */
+static const char *parse_probe(hwaf_calib *c, char w[][HWAF_DRIVER_NAME_MAX], int nw,
+                               int lineno, int *first)
 {
     calib_probe *p = &c->probe[c->nprobe];
+    const calib_probe *earlier;
 
     if (c->nprobe < HWAF_BE_COUNT)
         memset(p, 0, sizeof(*p));
     if (nw != 3 || strlen(w[2]) != HWAF_PROBE_KEY_LEN - 1
         || strspn(w[2], "0123456789abcdef") != HWAF_PROBE_KEY_LEN - 1)
         return "expected probe <backend> <16 hex digits>";
-    if (calib_probe_find(c, w[1]) != NULL)
-        return "a second probe line for the backend";
+    if ((earlier = calib_probe_find(c, w[1])) != NULL) {
+        *first = earlier->line;
+        return hwaf_reason_text(HWAF_R_CALIBRATION_SECOND_LINE);
+    }
     if (c->nprobe == HWAF_BE_COUNT || strlen(w[1]) >= sizeof(p->backend))
         return "unknown backend";
     strcpy(p->backend, w[1]);
     strcpy(p->key, w[2]);
+    p->line = lineno;
     c->nprobe++;
     return NULL;
 }
@@ -130,7 +151,7 @@ static const char *parse_driver(hwaf_calib *c, char w[][HWAF_DRIVER_NAME_MAX], i
     hw = strtol(w[5], &end, 10);
     if (*end != '\0' || hw < -1 || hw > 1)
         return "hw: expected -1, 0 or 1";
-    if (!parse_size(w[6], &f->drv.req_max) || f->drv.req_max == SIZE_MAX)
+    if (!parse_size(w[6], REQUEST_LIMIT_MAX, &f->drv.req_max) || f->drv.req_max == SIZE_MAX)
         return "request max: expected bytes";
     if (strlen(w[2]) >= sizeof(f->alg))
         return "name too long";
@@ -168,21 +189,113 @@ static int split_words(const char *line, char w[7][HWAF_DRIVER_NAME_MAX])
     return nw;
 }
 
+/* What a file of mode m is, for the error that says it is not a regular one. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISSOCK(m) ? "a socket" : "not a file";
+}
+
+enum { LINE_OK, LINE_END, LINE_LONG, LINE_NUL, LINE_ERROR };
+
+/*
+ * The next line of f into buf (at most len - 1 bytes, without its newline):
+ * LINE_OK, LINE_END at the end of the file, or what is wrong with it
+ * (LINE_LONG, LINE_NUL, LINE_ERROR: a read error, errno set).  *bytes
+ * counts what was read.
+ */
+static int read_line(FILE *f, char *buf, size_t len, size_t *bytes)
+{
+    size_t n = 0;
+    int ch;
+
+    while ((ch = getc_unlocked(f)) != EOF) {
+        ++*bytes;
+        if (ch == '\n')
+            break;
+        if (ch == '\0')
+            return LINE_NUL;
+        if (n == len - 1)
+            return LINE_LONG;
+        buf[n++] = (char)ch;
+    }
+    buf[n] = '\0';
+    if (ch == EOF && ferror(f))
+        return LINE_ERROR;
+    return ch == EOF && n == 0 ? LINE_END : LINE_OK;
+}
+
+/* The threshold line c keeps for name, backend and driver, or NULL. */
+static const calib_line *calib_line_find(const hwaf_calib *c, const char *name,
+                                         const char *be, const char *drv)
+{
+    int i;
+
+    for (i = 0; i < c->n; i++)
+        if (strcmp(c->l[i].name, name) == 0 && strcmp(c->l[i].backend, be) == 0
+            && strcmp(c->l[i].driver, drv) == 0)
+            return &c->l[i];
+    return NULL;
+}
+
+/* The zerocopy line c keeps for backend be and driver drv, or NULL. */
+static const calib_zc *calib_zc_find(const hwaf_calib *c, const char *be, const char *drv)
+{
+    int i;
+
+    for (i = 0; i < c->nzc; i++)
+        if (strcmp(c->zc[i].backend, be) == 0 && strcmp(c->zc[i].driver, drv) == 0)
+            return &c->zc[i];
+    return NULL;
+}
+
+/* The error for line lineno, a second line for what line first says. */
+static void second_line(char *err, size_t errlen, const char *path, int lineno,
+                        char w[][HWAF_DRIVER_NAME_MAX], int nw, int first)
+{
+    snprintf(err, errlen, "%s:%d: %s (%s %s%s%s, first at %s:%d)", path, lineno,
+             hwaf_reason_text(HWAF_R_CALIBRATION_SECOND_LINE), w[0], w[1],
+             nw > 2 ? " " : "", nw > 2 ? w[2] : "", path, first);
+}
+
 int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    FILE *f;
     hwaf_calib *c;
     char line[512], w[7][HWAF_DRIVER_NAME_MAX];
     const char *bad;
-    int lineno = 0, header = 0, nw;
+    size_t bytes = 0;
+    int lineno = 0, header = 0, nw, r, first;
 
     *out = NULL;
-    if (f == NULL) {
+    if (fd < 0) {
         if (errno == ENOENT) {
             HWAF_DEBUG("calibration: %s does not exist (yet): default thresholds", path);
             return 1;
         }
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    /* Opened without waiting (a FIFO would wait for a writer), then
+     * refused unless a regular file: a directory or a device is no
+     * calibration, whatever reading it would give. */
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        close(fd);
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: %s (%s)", path,
+                 hwaf_reason_text(HWAF_R_CALIBRATION_NOT_REGULAR_FILE), file_kind(st.st_mode));
+        close(fd);
+        return 0;
+    }
+    if ((f = fdopen(fd, "r")) == NULL) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
         return 0;
     }
     /* Not zeroed whole (some 170 KB, most never used): each entry is
@@ -193,16 +306,25 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
         return 0;
     }
     c->n = c->nzc = c->nprobe = c->nfound = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *hash = strchr(line, '#');
+    while ((r = read_line(f, line, sizeof(line), &bytes)) != LINE_END) {
+        char *hash;
         calib_line *l;
 
         lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
+        if (r == LINE_LONG) {
             snprintf(err, errlen, "%s:%d: line too long", path, lineno);
             goto bad;
         }
-        if (hash != NULL)
+        if (r == LINE_NUL) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno,
+                     hwaf_reason_text(HWAF_R_CALIBRATION_NUL_BYTE));
+            goto bad;
+        }
+        if (r == LINE_ERROR) {
+            snprintf(err, errlen, "%s:%d: cannot read: %s", path, lineno, strerror(errno));
+            goto bad;
+        }
+        if ((hash = strchr(line, '#')) != NULL)
             *hash = '\0';
         nw = split_words(line, w);
         if (nw <= 0)
@@ -217,7 +339,13 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
             continue;
         }
         if (strcmp(w[0], "probe") == 0 || strcmp(w[0], "driver") == 0) {
-            bad = w[0][0] == 'p' ? parse_probe(c, w, nw) : parse_driver(c, w, nw);
+            first = 0;
+            bad = w[0][0] == 'p' ? parse_probe(c, w, nw, lineno, &first)
+                                 : parse_driver(c, w, nw);
+            if (bad != NULL && first > 0) {
+                second_line(err, errlen, path, lineno, w, 2, first);
+                goto bad;
+            }
             if (bad != NULL) {
                 snprintf(err, errlen, "%s:%d: %s", path, lineno, bad);
                 goto bad;
@@ -226,12 +354,17 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
         }
         if (strcmp(w[0], "zerocopy") == 0) {
             calib_zc *z = &c->zc[c->nzc];
+            const calib_zc *earlier;
 
             if (c->nzc < CALIB_MAX_LINES)
                 memset(z, 0, sizeof(*z));
             if (nw != 4 || (strcmp(w[3], "splice") != 0 && strcmp(w[3], "copy") != 0)) {
                 snprintf(err, errlen, "%s:%d: expected zerocopy <backend> <driver> "
                          "splice|copy", path, lineno);
+                goto bad;
+            }
+            if ((earlier = calib_zc_find(c, w[1], w[2])) != NULL) {
+                second_line(err, errlen, path, lineno, w, 3, earlier->line);
                 goto bad;
             }
             if (c->nzc == CALIB_MAX_LINES) {
@@ -246,6 +379,7 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
             strcpy(z->backend, w[1]);
             strcpy(z->driver, w[2]);
             z->splice = strcmp(w[3], "splice") == 0;
+            z->line = lineno;
             c->nzc++;
             continue;
         }
@@ -265,19 +399,33 @@ int hwaf_calib_load(const char *path, hwaf_calib **out, char *err, size_t errlen
             snprintf(err, errlen, "%s:%d: name too long", path, lineno);
             goto bad;
         }
-        if (!parse_size(w[3], &l->min[HWAF_POLICY_THROUGHPUT])
-            || !parse_size(w[4], &l->min[HWAF_POLICY_CPU])) {
-            snprintf(err, errlen, "%s:%d: threshold \"%s %s\": expected bytes or never",
-                     path, lineno, w[3], w[4]);
+        if (!parse_size(w[3], HWAF_OFFLOAD_MIN_MAX, &l->min[HWAF_POLICY_THROUGHPUT])
+            || !parse_size(w[4], HWAF_OFFLOAD_MIN_MAX, &l->min[HWAF_POLICY_CPU])) {
+            snprintf(err, errlen, "%s:%d: threshold \"%s %s\": expected bytes from 0 to "
+                     "%llu or never", path, lineno, w[3], w[4], HWAF_OFFLOAD_MIN_MAX);
             goto bad;
+        }
+        {
+            const calib_line *earlier = calib_line_find(c, w[0], w[1], w[2]);
+
+            if (earlier != NULL) {
+                second_line(err, errlen, path, lineno, w, 3, earlier->line);
+                goto bad;
+            }
         }
         strcpy(l->name, w[0]);
         strcpy(l->backend, w[1]);
         strcpy(l->driver, w[2]);
+        l->line = lineno;
         c->n++;
     }
+    if (bytes == 0) {
+        snprintf(err, errlen, "%s: %s", path, hwaf_reason_text(HWAF_R_CALIBRATION_EMPTY));
+        goto bad;
+    }
     if (!header) {
-        snprintf(err, errlen, "%s: empty, expected \"hwaf-calibration 1\" first", path);
+        snprintf(err, errlen, "%s: expected \"hwaf-calibration 1\" first, found only "
+                 "comments and blank lines", path);
         goto bad;
     }
     fclose(f);

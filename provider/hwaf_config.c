@@ -41,7 +41,6 @@ static const char *const cfg_names[CFG_COUNT] = {
 
 /* Used for offload_min when the section does not set it (docs/config.md). */
 #define OFFLOAD_MIN_ENV "HWAF_OFFLOAD_MIN"
-#define OFFLOAD_MIN_MAX (1ull << 30)
 
 #define ZEROCOPY_MIN_DEFAULT (64 * 1024)
 
@@ -399,9 +398,9 @@ int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
             if (strcmp(v, "never") == 0) {
                 cfg->offload_min = SIZE_MAX;
             } else if (end == v || *end != '\0' || v[0] < '0' || v[0] > '9'
-                       || n > OFFLOAD_MIN_MAX) {
+                       || n > HWAF_OFFLOAD_MIN_MAX) {
                 CONFIG_ERROR(prov, "hwaf: %s = \"%s\": expected auto, never or a number "
-                             "of bytes from 0 to %llu", what, v, OFFLOAD_MIN_MAX);
+                             "of bytes from 0 to %llu", what, v, HWAF_OFFLOAD_MIN_MAX);
                 return 0;
             } else {
                 cfg->offload_min = (size_t)n;

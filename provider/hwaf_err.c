@@ -36,8 +36,23 @@ const OSSL_ITEM hwaf_reason_strings[] = {
     { HWAF_R_SANDBOXED, "a seccomp filter installed after hwaf loaded forbids kernel crypto calls" },
     { HWAF_R_SOFTWARE_PATH_FAILED, "software path (OpenSSL default provider) failed" },
     { HWAF_R_KNOWN_ANSWER_FAILED, "kernel driver failed its known answer" },
+    { HWAF_R_CALIBRATION_NOT_REGULAR_FILE, "calibration file is not a regular file" },
+    { HWAF_R_CALIBRATION_EMPTY, "calibration file is empty" },
+    { HWAF_R_CALIBRATION_NUL_BYTE, "NUL byte in the calibration file" },
+    { HWAF_R_CALIBRATION_SECOND_LINE,
+      "second line for the same entry in the calibration file" },
     { 0, NULL }
 };
+
+const char *hwaf_reason_text(int r)
+{
+    const OSSL_ITEM *i;
+
+    for (i = hwaf_reason_strings; i->ptr != NULL; i++)
+        if (i->id == (unsigned int)r)
+            return i->ptr;
+    return "";
+}
 
 static OSSL_FUNC_core_new_error_fn *c_new_error;
 static OSSL_FUNC_core_set_error_debug_fn *c_set_error_debug;

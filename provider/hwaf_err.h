@@ -40,10 +40,19 @@ enum {
     HWAF_R_SANDBOXED,
     HWAF_R_SOFTWARE_PATH_FAILED,
     HWAF_R_KNOWN_ANSWER_FAILED,
+    HWAF_R_CALIBRATION_NOT_REGULAR_FILE,
+    HWAF_R_CALIBRATION_EMPTY,
+    HWAF_R_CALIBRATION_NUL_BYTE,
+    HWAF_R_CALIBRATION_SECOND_LINE,
     HWAF_R_LAST
 };
 
 extern const OSSL_ITEM hwaf_reason_strings[];
+/* The string of reason code r ("" when none), for a text that names it:
+ * an error while the provider loads goes out with OpenSSL's reason, since
+ * the core takes hwaf's strings only after a load that succeeded
+ * (hwaf_config.c), and its text carries hwaf's reason instead. */
+const char *hwaf_reason_text(int r);
 
 /* Called once from OSSL_provider_init with the core's dispatch table. */
 void hwaf_err_init(const OSSL_DISPATCH *in);

@@ -149,6 +149,9 @@ void hwaf_probe_alg_token(const hwaf_alg *alg, char *buf, size_t len);
  * virtio-crypto engine that found a crossover had the kernel winning. */
 #define HWAF_DEFAULT_OFFLOAD_HW_THROUGHPUT 65536
 #define HWAF_DEFAULT_OFFLOAD_HW_CPU 16384
+/* The largest threshold in bytes, for offload_min and the calibration
+ * file's lines alike (1 GiB). */
+#define HWAF_OFFLOAD_MIN_MAX (1ull << 30)
 
 int hwaf_config_load(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                      struct hwaf_prov_st *prov, hwaf_config *cfg);

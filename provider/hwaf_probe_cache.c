@@ -8,9 +8,14 @@
  * depends on: hwaf's version and algorithm table, the backend, the kernel
  * release (uname -r), the identity of the backend's device node (device
  * number, inode, change time: a module reloaded makes a new node) and
- * /proc/crypto without its refcnt lines (they change with use).  A driver
- * registered or gone, or its self-test finished, another kernel, another
- * cryptodev module: another key, and a full probe.
+ * /proc/crypto without its refcnt lines (they change with use) and without
+ * its template instances, the entries whose driver is a template over
+ * other drivers ("hmac(sha256-avx2)", "cryptd(__xts-aes-aesni)"): the
+ * kernel makes them when they are first asked for, hwaf's own probe makes
+ * some (an hmac() over each SHA driver it binds, a cryptd() under a SIMD
+ * driver), and they follow from the drivers, which count.  A driver registered
+ * or gone, or its self-test finished, another kernel, another cryptodev
+ * module: another key, and a full probe.
  *
  * Test-only seams through the environment, for the key alone:
  * HWAF_TEST_PROC_CRYPTO names a file read instead of /proc/crypto,
@@ -59,18 +64,39 @@ static uint64_t fnv_str(uint64_t h, const char *s)
     return fnv(h, s, strlen(s) + 1);   /* with its NUL: "ab","c" != "a","bc" */
 }
 
-/* The hash of the registry's text without its refcnt lines. */
+/* Whether the entry [t, e) of the registry is a template instance: its
+ * driver line names a template over other drivers, "hmac(sha256-avx2)". */
+static int registry_instance(const char *t, const char *e)
+{
+    const char *nl;
+
+    for (; t < e; t = nl) {
+        nl = memchr(t, '\n', (size_t)(e - t));
+        nl = nl != NULL ? nl + 1 : e;
+        if ((size_t)(nl - t) >= 6 && memcmp(t, "driver", 6) == 0)
+            return memchr(t, '(', (size_t)(nl - t)) != NULL;
+    }
+    return 0;
+}
+
+/* The hash of the registry's text without its refcnt lines and without its
+ * template instances.  Entries are separated by a blank line. */
 static uint64_t registry_hash(const char *t, size_t len)
 {
     uint64_t h = FNV_OFFSET;
-    const char *e = t + len, *nl;
+    const char *e = t + len, *end, *nl;
 
-    while (t < e) {
-        nl = memchr(t, '\n', (size_t)(e - t));
-        nl = nl != NULL ? nl + 1 : e;
-        if (!((size_t)(nl - t) >= 6 && memcmp(t, "refcnt", 6) == 0))
-            h = fnv(h, t, (size_t)(nl - t));
-        t = nl;
+    for (; t < e; t = end) {
+        end = memmem(t, (size_t)(e - t), "\n\n", 2);
+        end = end != NULL ? end + 2 : e;
+        if (registry_instance(t, end))
+            continue;
+        for (; t < end; t = nl) {
+            nl = memchr(t, '\n', (size_t)(end - t));
+            nl = nl != NULL ? nl + 1 : end;
+            if (!((size_t)(nl - t) >= 6 && memcmp(t, "refcnt", 6) == 0))
+                h = fnv(h, t, (size_t)(nl - t));
+        }
     }
     return h;
 }

@@ -959,6 +959,7 @@ static void describe_backends(hwaf_prov *prov)
                      probe.cached[b] ? " (probe result cached)"
                      : prov->cfg.known_answers == HWAF_KAT_AT_FIRST_USE
                      ? " (known answers at first use)" : "");
+        HWAF_DEBUG("%s: status: %s", backends[b]->name, prov->be_status[b]);
     }
 }
 

@@ -12,6 +12,7 @@
 
 #include <malloc.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -1553,6 +1554,104 @@ TEST_F(HostDispatchConfig, MalformedCalibrationFilesAreCleanErrors)
                                                       "zerocopy devcrypto cuse-cbc-aes splice\n");
     LibCtx good(make_config("calibration = " + path + "\npolicy = cpu\noffload_min = auto\n"));
     EXPECT_TRUE(good.config_ok() && good.hwaf_loaded()) << good.load_errors();
+}
+
+/* The file refused, and the errors (queue and stderr) hold every string of
+ * expect. */
+static void expect_refused(const std::string &path, const std::vector<std::string> &expect,
+                           const std::string &what)
+{
+    LibCtx lib(make_config("calibration = " + path + "\n"));
+    EXPECT_FALSE(lib.config_ok() && lib.hwaf_loaded()) << "accepted: " << what;
+    for (const std::string &e : expect)
+        EXPECT_NE(lib.load_errors().find(e), std::string::npos)
+            << what << ": no \"" << e << "\" in the errors: " << lib.load_errors();
+}
+
+static void expect_loads(const std::string &text, const std::string &what)
+{
+    std::string path = write_temp_file("calibration", text);
+    LibCtx lib(make_config("calibration = " + path + "\n"));
+    EXPECT_TRUE(lib.config_ok() && lib.hwaf_loaded()) << what << ": " << lib.load_errors();
+}
+
+/* Two lines that say different things of one implementation (or one
+ * driver's zero-copy) are a contradiction: the load fails, naming both. */
+TEST_F(HostDispatchConfig, CalibrationSecondLineForTheSameEntryRefused)
+{
+    struct Case {
+        const char *text, *first, *second;
+    } cases[] = {
+        {"hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni 64 64\n# later\n"
+         "AES-128-CBC afalg cbc-aes-aesni never never\n", ":2", ":4"},
+        {"hwaf-calibration 1\nSHA2-256 afalg sha256-avx2 never never\n"
+         "SHA2-256 afalg sha256-avx2 never never\n", ":2", ":3"},
+        {"hwaf-calibration 1\nzerocopy afalg cbc-aes-aesni splice\n"
+         "AES-128-CBC afalg cbc-aes-aesni 64 64\nzerocopy afalg cbc-aes-aesni copy\n", ":2", ":4"},
+    };
+    for (const Case &c : cases) {
+        std::string path = write_temp_file("calibration", c.text);
+        expect_refused(path, {"second line for the same", path + c.first, path + c.second}, c.text);
+    }
+    /* Not the same implementation, not the same driver: no contradiction. */
+    expect_loads("hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni 64 64\n"
+                 "AES-128-CBC afalg virtio_crypto_aes_cbc 65536 16384\n"
+                 "AES-128-CBC devcrypto cbc-aes-aesni never never\n"
+                 "AES-256-CBC afalg cbc-aes-aesni never never\n"
+                 "zerocopy afalg cbc-aes-aesni splice\nzerocopy afalg xts-aes-aesni copy\n"
+                 "zerocopy devcrypto cbc-aes-aesni copy\n", "distinct lines");
+}
+
+/* The file's thresholds take what offload_min takes: 0 to 1 GiB, or never. */
+TEST_F(HostDispatchConfig, CalibrationThresholdsInTheKeysRange)
+{
+    expect_loads("hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni 1073741824 0\n", "1 GiB and 0");
+    expect_loads("hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni never 1073741824\n", "never");
+    for (const char *t : {"1073741825 never", "never 1099511627776", "1099511627776 1099511627776"}) {
+        std::string path = write_temp_file("calibration",
+                                           std::string("hwaf-calibration 1\nAES-128-CBC afalg x ") + t + "\n");
+        expect_refused(path, {path + ":2: threshold", "1073741824"}, t);
+    }
+    /* And the key itself says the same range. */
+    LibCtx key(make_config("offload_min = 1073741825\n"));
+    EXPECT_FALSE(key.config_ok() && key.hwaf_loaded());
+    EXPECT_NE(key.load_errors().find("1073741824"), std::string::npos) << key.load_errors();
+}
+
+/* What is not a calibration file at all says so, rather than what a line
+ * of one would lack. */
+TEST_F(HostDispatchConfig, CalibrationNotARegularFile)
+{
+    expect_refused(tmp_dir(), {"not a regular file", tmp_dir()}, "a directory");
+    expect_refused("/dev/null", {"not a regular file", "/dev/null"}, "/dev/null");
+    /* A FIFO: refused at once, not waited on for a writer. */
+    std::string fifo = tmp_dir() + "/calibration-fifo";
+    unlink(fifo.c_str());
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+    expect_refused(fifo, {"not a regular file", fifo}, "a FIFO");
+    unlink(fifo.c_str());
+}
+
+TEST_F(HostDispatchConfig, CalibrationEmptyOrNulByte)
+{
+    std::string empty = write_temp_file("calibration", "");
+    expect_refused(empty, {"calibration file is empty", empty}, "no byte");
+    std::string blank = write_temp_file("calibration", "\n# nothing yet\n\n");
+    expect_refused(blank, {blank + ": expected \"hwaf-calibration 1\" first"}, "comments only");
+
+    using namespace std::string_literals;
+    const std::string nul_mid = "hwaf-calibration 1\nAES-128-CBC afalg cbc\0-aes-aesni 1 2\n"s;
+    const std::string nul_end = "hwaf-calibration 1\nAES-128-CBC afalg cbc-aes-aesni 1 2\n\0"s;
+    const std::string nul_header = "hwaf-calibration\0 1\n"s;
+    for (const auto &c : {std::make_pair(nul_mid, ":2"), std::make_pair(nul_end, ":3"),
+                          std::make_pair(nul_header, ":1")}) {
+        ASSERT_NE(c.first.find('\0'), std::string::npos);
+        std::string path = write_temp_file("calibration", c.first);
+        expect_refused(path, {"NUL byte", path + c.second}, "NUL byte at " + std::string(c.second));
+    }
+    /* A long line is still a long line. */
+    std::string longline = write_temp_file("calibration", "hwaf-calibration 1\n# " + std::string(600, 'x') + "\n");
+    expect_refused(longline, {longline + ":2: line too long"}, "600 characters");
 }
 
 

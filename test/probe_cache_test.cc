@@ -17,6 +17,11 @@
  * /proc/crypto (HWAF_TEST_KERNEL_RELEASE / HWAF_TEST_PROC_CRYPTO) means a
  * full probe; /proc/crypto's refcnt lines do not count; a malformed probe
  * line refuses the load naming file and line.
+ *
+ * ProbeCache.TemplateInstancesDoNotCount: /proc/crypto's template instances
+ * (hmac(sha256-avx2), which hwaf's own probe makes the kernel create) do
+ * not count: the result kept after a probe is taken with none of them (a
+ * fresh boot) and with one more; a driver of its own more still counts.
  */
 #include "hwaf_test.h"
 
@@ -133,6 +138,27 @@ std::string read_file(const std::string &path)
     return ss.str();
 }
 
+/* Whether the suite's backend is here. */
+bool backend_here(const std::string &be)
+{
+    return be == "afalg" ? kernel_has_afalg() : devcrypto_present();
+}
+
+/* One /proc/crypto entry, as the kernel lists it. */
+std::string registry_entry(const std::string &name, const std::string &driver, int priority,
+                           const std::string &type)
+{
+    return "name         : " + name + "\ndriver       : " + driver + "\nmodule       : kernel\n"
+           "priority     : " + std::to_string(priority) + "\nrefcnt       : 1\n"
+           "selftest     : passed\ninternal     : no\ntype         : " + type + "\n\n";
+}
+
+/* One load in a fresh process with registry read instead of /proc/crypto. */
+Load load_with_registry(const std::string &cal, const std::string &registry)
+{
+    return load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", registry));
+}
+
 }  // namespace
 
 TEST(ProbeCache, DISABLED_Load)
@@ -169,10 +195,7 @@ TEST(ProbeCache, DISABLED_Load)
 TEST(ProbeCache, KeptResultOnlyForTheSameKernelState)
 {
     const std::string be = backend_name();
-    if (be == "afalg" ? !kernel_has_afalg() : !devcrypto_present()) {
-        ADD_FAILURE() << "no " << be;
-        return;
-    }
+    ASSERT_TRUE(backend_here(be)) << "no " << be;
 
     /* A full probe, and its result kept. */
     Load full = load_in_new_process("");
@@ -213,13 +236,11 @@ TEST(ProbeCache, KeptResultOnlyForTheSameKernelState)
     ASSERT_FALSE(reg.empty());
     std::string counted = std::regex_replace(reg, std::regex("refcnt( *): [0-9]+"), "refcnt$1: 4242");
     ASSERT_NE(counted, reg) << "no refcnt line in /proc/crypto";
-    Load refcnt = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", counted));
+    Load refcnt = load_with_registry(cal, counted);
     EXPECT_NE(refcnt.status.find("(probe result cached)"), std::string::npos) << refcnt.all;
     EXPECT_EQ(refcnt.result, "ok\n");
-    std::string more = reg + "name         : cbc(aes)\ndriver       : cbc-aes-newengine\n"
-                             "module       : kernel\npriority     : 500\nrefcnt       : 1\n"
-                             "selftest     : passed\ninternal     : no\ntype         : skcipher\n\n";
-    Load changed = load_in_new_process(cal, "HWAF_TEST_PROC_CRYPTO=" + write_temp_file("crypto", more));
+    Load changed = load_with_registry(cal, reg + registry_entry("cbc(aes)", "cbc-aes-newengine", 500,
+                                                                "skcipher"));
     EXPECT_EQ(changed.status.find("cached"), std::string::npos) << changed.status;
     EXPECT_NE(changed.log.find("full probe"), std::string::npos) << changed.log;
     EXPECT_EQ(changed.result, "ok\n") << changed.all;
@@ -232,4 +253,70 @@ TEST(ProbeCache, KeptResultOnlyForTheSameKernelState)
         EXPECT_EQ(refused.status, "not loaded\n") << refused.all;
         EXPECT_NE(refused.all.find(badcal + ":"), std::string::npos) << refused.all;
     }
+}
+
+/* /proc/crypto without the entries (blank-line separated) whose driver
+ * line names a template instance, "driver : hmac(sha256-avx2)". */
+static std::string without_instances(const std::string &reg, int *dropped)
+{
+    std::string out;
+    size_t at = 0;
+
+    *dropped = 0;
+    while (at < reg.size()) {
+        size_t end = reg.find("\n\n", at);
+        end = end == std::string::npos ? reg.size() : end + 2;
+        std::string entry = reg.substr(at, end - at);
+        size_t d = entry.find("\ndriver ");
+        size_t dl = d == std::string::npos ? d : entry.find('\n', d + 1);
+        if (d != std::string::npos && entry.substr(d, dl - d).find('(') != std::string::npos)
+            ++*dropped;
+        else
+            out += entry;
+        at = end;
+    }
+    return out;
+}
+
+TEST(ProbeCache, TemplateInstancesDoNotCount)
+{
+    const std::string be = backend_name();
+    ASSERT_TRUE(backend_here(be)) << "no " << be;
+    /* A full probe (it makes hmac() instances if none were there yet), its
+     * result kept. */
+    Load full = load_in_new_process("");
+    ASSERT_EQ(full.result, "ok\n") << full.all;
+    ASSERT_NE(first_line(full.probe).rfind("probe " + be + " ", 0), std::string::npos) << full.all;
+    std::string cal = write_temp_file("calibration", "hwaf-calibration 1\n" + full.probe);
+    std::string reg = read_file("/proc/crypto");
+    /* Over AF_ALG the probe binds hmac(sha1) to hmac(sha512): the kernel
+     * has an instance of each now.  (The test's /dev/crypto computes in
+     * user space and makes none.) */
+    if (be == "afalg") {
+        ASSERT_NE(reg.find("driver       : hmac(sha256"), std::string::npos)
+            << "no hmac() instance in /proc/crypto after hwaf's probe";
+    }
+
+    /* As a fresh boot has it: no instance at all. */
+    int dropped = 0;
+    std::string bare = without_instances(reg, &dropped);
+    if (be == "afalg") {
+        ASSERT_GE(dropped, 5) << "hwaf's probe made an hmac() over each of 5 SHA drivers";
+    }
+    Load boot = load_with_registry(cal, bare);
+    EXPECT_EQ(boot.result, "ok\n") << boot.all;
+    EXPECT_NE(boot.status.find("(probe result cached)"), std::string::npos) << boot.all;
+    EXPECT_EQ(boot.probe, full.probe);
+
+    /* One instance more, as another user of the kernel's crypto makes. */
+    std::string more = reg + registry_entry("hmac(sha512)", "hmac(sha512-generic)", 100, "shash");
+    Load inst = load_with_registry(cal, more);
+    EXPECT_NE(inst.status.find("(probe result cached)"), std::string::npos) << inst.all;
+    EXPECT_EQ(inst.result, "ok\n") << inst.all;
+
+    /* The driver under it, new: another driver set, a full probe. */
+    Load drv = load_with_registry(cal, more + registry_entry("sha512", "sha512-newengine", 300, "shash"));
+    EXPECT_EQ(drv.status.find("cached"), std::string::npos) << drv.status;
+    EXPECT_NE(drv.log.find("full probe"), std::string::npos) << drv.log;
+    EXPECT_EQ(drv.result, "ok\n") << drv.all;
 }
