@@ -191,44 +191,7 @@ static int am_final(hwaf_be_aead *s, int enc, unsigned char *tag, size_t taglen)
     return 1;
 }
 
-/*
- * One whole GCM operation, as the kernel backends do it: 1, or -1 (nothing
- * raised, out[] wiped) when a decryption's tag does not match.
- */
-static int am_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
-                         const unsigned char *aad, size_t aadlen,
-                         const unsigned char *in, unsigned char *out, size_t len,
-                         unsigned char *tag, int owned)
-{
-    const soft_am *f = FNS(s->impl);
-    size_t outl = 0;
-    const unsigned char *key;
-    void *c;
-    int ok;
-
-    enc = enc ? 1 : 0;
-    if ((c = am_ctx(s, enc, &key)) == NULL)
-        return 0;
-    ok = enc ? f->c_einit(c, key, s->keylen, iv, HWAF_GCM_IV, NULL)
-             : f->c_dinit(c, key, s->keylen, iv, HWAF_GCM_IV, NULL);
-    if (!ok)
-        am_ctx_failed(s, enc, key);
-    ok = ok && (aadlen == 0 || (f->c_update(c, NULL, &outl, aadlen, aad, aadlen) && outl == aadlen));
-    ok = ok && (len == 0 || (f->c_update(c, out, &outl, len, in, len) && outl == len));
-    if (!ok) {
-        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu + %zu bytes",
-                   s->impl->alg->kname, aadlen, len);
-        return 0;
-    }
-    ok = am_final(s, enc, tag, HWAF_GCM_TAG);
-    if (ok != 0)
-        hwaf_stats_add_soft(aadlen + len);
-    if (ok == -1)
-        OPENSSL_cleanse(out, len);
-    return ok;
-}
-
-/* ---- AES-GCM as a running stream (hwaf_soft.h) ---- */
+/* ---- AES-GCM as a running stream (hwaf_soft.h); a whole operation is one ---- */
 
 int hwaf_soft_aead_start(hwaf_be_aead *s, int enc, const unsigned char *iv, size_t ivlen)
 {
@@ -247,6 +210,39 @@ int hwaf_soft_aead_start(hwaf_be_aead *s, int enc, const unsigned char *iv, size
         HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s init, IV of %zu bytes",
                    s->impl->alg->kname, ivlen);
     }
+    return ok;
+}
+
+/*
+ * One whole GCM operation, as the kernel backends do it: 1, or -1 (nothing
+ * raised, out[] wiped) when a decryption's tag does not match.
+ */
+static int am_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
+                         const unsigned char *aad, size_t aadlen,
+                         const unsigned char *in, unsigned char *out, size_t len,
+                         unsigned char *tag, int owned)
+{
+    const soft_am *f = FNS(s->impl);
+    size_t outl = 0;
+    void *c;
+    int ok;
+
+    enc = enc ? 1 : 0;
+    if (!hwaf_soft_aead_start(s, enc, iv, HWAF_GCM_IV))
+        return 0;
+    c = s->c[enc];
+    ok = aadlen == 0 || (f->c_update(c, NULL, &outl, aadlen, aad, aadlen) && outl == aadlen);
+    ok = ok && (len == 0 || (f->c_update(c, out, &outl, len, in, len) && outl == len));
+    if (!ok) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu + %zu bytes",
+                   s->impl->alg->kname, aadlen, len);
+        return 0;
+    }
+    ok = am_final(s, enc, tag, HWAF_GCM_TAG);
+    if (ok != 0)
+        hwaf_stats_add_soft(aadlen + len);
+    if (ok == -1)
+        OPENSSL_cleanse(out, len);
     return ok;
 }
 
