@@ -216,6 +216,25 @@ Bytes next_iv(Bytes iv)
     return iv;
 }
 
+/* The default provider's encryption of one message under iv (of any
+ * length): ciphertext and 16-byte tag; false when it fails. */
+bool ref_seal(const EVP_CIPHER *d, const Bytes &key, const Bytes &iv, const Bytes &aad, const Bytes &pt, Bytes *ct,
+              Bytes *tag)
+{
+    CtxPtr r(EVP_CIPHER_CTX_new());
+    size_t ivlen = iv.size();
+    int n = 0;
+    OSSL_PARAM p[] = {OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_construct_end()};
+    ct->assign(pt.size(), 0);
+    tag->assign(16, 0);
+    return EVP_EncryptInit_ex2(r.get(), d, nullptr, nullptr, p)
+           && EVP_EncryptInit_ex2(r.get(), nullptr, key.data(), iv.data(), nullptr)
+           && EVP_EncryptUpdate(r.get(), nullptr, &n, aad.data(), (int)aad.size())
+           && EVP_EncryptUpdate(r.get(), ct->data(), &n, pt.data(), (int)pt.size())
+           && EVP_EncryptFinal_ex(r.get(), ct->data(), &n)
+           && EVP_CIPHER_CTX_ctrl(r.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag->data()) > 0;
+}
+
 /* One message of an IV_GEN session. */
 struct Msg {
     Bytes aad, pt;
@@ -336,7 +355,30 @@ std::vector<Bytes> wrapping_ivs(std::mt19937_64 &rng)
     return {a, b, c};
 }
 
-class GcmIvGen : public KernelTest, public ::testing::WithParamInterface<const char *> {};
+/*
+ * One GCM algorithm (the parameter) of hwaf (h) and of the default provider
+ * (d); a test returns when h is empty (need_cipher failed or skipped).
+ */
+class GcmAlg : public KernelTest, public ::testing::WithParamInterface<const char *> {
+protected:
+    void SetUp() override
+    {
+        KernelTest::SetUp();
+        if (IsSkipped() || HasFatalFailure())
+            return;
+        fetch();
+    }
+    void fetch()
+    {
+        need_cipher(GetParam(), &h, &d);
+        if (d)
+            keylen = (size_t)EVP_CIPHER_get_key_length(d.get());
+    }
+    CipherPtr h, d;
+    size_t keylen = 0;
+};
+
+class GcmIvGen : public GcmAlg {};
 
 /*
  * OpenSSH's first two packets: the IV handed back is the one the message is
@@ -346,11 +388,9 @@ class GcmIvGen : public KernelTest, public ::testing::WithParamInterface<const c
  */
 TEST_P(GcmIvGen, EachMessageUnderTheIvHandedBack)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get()));
+    Bytes key = random_bytes(keylen);
     Bytes iv = unhex("0102030405060708090a0b05"), aad = random_bytes(4), pt = random_bytes(100);
     Log logs[2];
     for (int k = 0; k < 2; k++) {
@@ -367,16 +407,8 @@ TEST_P(GcmIvGen, EachMessageUnderTheIvHandedBack)
             s.final("final");
             Bytes tag = s.tag();
             /* The same message the ordinary way under the IV handed back. */
-            Bytes ref, reftag(16);
-            ASSERT_TRUE(cipher_oneshot(d.get(), 1, key, used, pt, &ref)) << "message " << m;
-            CtxPtr r(EVP_CIPHER_CTX_new());
-            int l = 0;
-            Bytes out(pt.size());
-            ASSERT_TRUE(EVP_EncryptInit_ex2(r.get(), d.get(), key.data(), used.data(), nullptr));
-            ASSERT_TRUE(EVP_EncryptUpdate(r.get(), nullptr, &l, aad.data(), (int)aad.size()));
-            ASSERT_TRUE(EVP_EncryptUpdate(r.get(), out.data(), &l, pt.data(), (int)pt.size()));
-            ASSERT_TRUE(EVP_EncryptFinal_ex(r.get(), out.data(), &l));
-            ASSERT_TRUE(EVP_CIPHER_CTX_ctrl(r.get(), EVP_CTRL_AEAD_GET_TAG, 16, reftag.data()));
+            Bytes out, reftag;
+            ASSERT_TRUE(ref_seal(d.get(), key, used, aad, pt, &out, &reftag)) << "message " << m;
             EXPECT_EQ(tohex(ct), tohex(out)) << (k ? "default" : "hwaf") << ", message " << m << " under "
                                              << tohex(used);
             EXPECT_EQ(tohex(tag), tohex(reftag)) << (k ? "default" : "hwaf") << ", message " << m;
@@ -394,11 +426,9 @@ TEST_P(GcmIvGen, EachMessageUnderTheIvHandedBack)
  */
 TEST_P(GcmIvGen, WholeIvFixedOverManyMessages)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get()));
+    Bytes key = random_bytes(keylen);
     for (const Bytes &iv : wrapping_ivs(rng_)) {
         std::vector<Msg> msgs = make_messages(rng_, 24, 300);
         Log lh, ld;
@@ -418,11 +448,9 @@ TEST_P(GcmIvGen, WholeIvFixedOverManyMessages)
  */
 TEST_P(GcmIvGen, FixedPartOfFourBytesPeerSetsInvocationField)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get())), fixed = random_bytes(4);
+    Bytes key = random_bytes(keylen), fixed = random_bytes(4);
     std::vector<Msg> msgs = make_messages(rng_, 20, 200);
     for (const EVP_CIPHER *sender : {h.get(), d.get()}) {
         const char *who = sender == h.get() ? "hwaf sends" : "default sends";
@@ -445,19 +473,14 @@ TEST_P(GcmIvGen, FixedPartOfFourBytesPeerSetsInvocationField)
             if (!last->empty() && iv != next_iv(*last))
                 return n + "IV " + tohex(iv) + " after " + tohex(*last);
             *last = iv;
-            Bytes ct(m.pt.size()), tag(16), ref(m.pt.size()), reftag(16);
+            Bytes ct(m.pt.size()), tag(16), ref, reftag;
             int l = 0;
             if (!EVP_EncryptUpdate(s, nullptr, &l, m.aad.data(), (int)m.aad.size())
                 || !EVP_EncryptUpdate(s, ct.data(), &l, m.pt.data(), (int)m.pt.size())
                 || !EVP_EncryptFinal_ex(s, ct.data(), &l)
                 || EVP_CIPHER_CTX_ctrl(s, EVP_CTRL_AEAD_GET_TAG, 16, tag.data()) <= 0)
                 return n + "seal failed: " + error_queue_text();
-            CtxPtr r(EVP_CIPHER_CTX_new());
-            if (!EVP_EncryptInit_ex2(r.get(), d.get(), key.data(), iv.data(), nullptr)
-                || !EVP_EncryptUpdate(r.get(), nullptr, &l, m.aad.data(), (int)m.aad.size())
-                || !EVP_EncryptUpdate(r.get(), ref.data(), &l, m.pt.data(), (int)m.pt.size())
-                || !EVP_EncryptFinal_ex(r.get(), ref.data(), &l)
-                || EVP_CIPHER_CTX_ctrl(r.get(), EVP_CTRL_AEAD_GET_TAG, 16, reftag.data()) <= 0)
+            if (!ref_seal(d.get(), key, iv, m.aad, m.pt, &ref, &reftag))
                 return n + "reference failed";
             if (ct != ref || tag != reftag)
                 return n + "not the message under the IV handed back " + tohex(iv);
@@ -622,7 +645,7 @@ void tls12_script(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, int en
     s.final("final");
 }
 
-class GcmTls12 : public KernelTest, public ::testing::WithParamInterface<const char *> {};
+class GcmTls12 : public GcmAlg {};
 
 /*
  * Sealing and opening, fixed IV as the whole IV (-1) and as 4 bytes: every
@@ -632,11 +655,9 @@ class GcmTls12 : public KernelTest, public ::testing::WithParamInterface<const c
  */
 TEST_P(GcmTls12, ControlsAndRecordsAsTheDefaultProvider)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get())), iv = random_bytes(12);
+    Bytes key = random_bytes(keylen), iv = random_bytes(12);
     for (int fixed : {-1, 4}) {
         /* Records sealed by the default provider, opened by both; and
          * sealed by each, the logs compared where the IV is known. */
@@ -677,11 +698,9 @@ TEST_P(GcmTls12, ControlsAndRecordsAsTheDefaultProvider)
  */
 TEST_P(GcmTls12, EvpCipherReturnsTheRecordLength)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get())), iv = random_bytes(12);
+    Bytes key = random_bytes(keylen), iv = random_bytes(12);
     Bytes payload = random_bytes(100);
     for (const EVP_CIPHER *c : {h.get(), d.get()}) {
         const char *who = c == h.get() ? "hwaf" : "default";
@@ -793,15 +812,12 @@ void evp_test_script(const EVP_CIPHER *c, int enc, const EvpTestCase &t, const B
         s.tag(t.taglen);
 }
 
-class GcmEvpTest : public KernelTest, public ::testing::WithParamInterface<const char *> {};
+class GcmEvpTest : public GcmAlg {};
 
 TEST_P(GcmEvpTest, CallOrdersOfEvpTest)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    size_t keylen = (size_t)EVP_CIPHER_get_key_length(d.get());
     int cases = 0;
     for (size_t ivlen : {12, 1, 8, 16, 60, 128})
         for (int variant = 0; variant < 8; variant++) {
@@ -814,20 +830,9 @@ TEST_P(GcmEvpTest, CallOrdersOfEvpTest)
             t.taglen = variant == 5 ? 8 : 16;
             Bytes key = random_bytes(keylen), iv = random_bytes(ivlen), aad = random_bytes(random_size(0, 40));
             Bytes pt = random_bytes(random_size(0, 200));
-            /* The expected ciphertext and tag: the default provider's. */
-            Log l;
-            evp_test_script(d.get(), 1, t, key, iv, aad, pt, Bytes(), l);
-            CtxPtr r(EVP_CIPHER_CTX_new());
-            Bytes ct(pt.size()), tag(16);
-            int n = 0;
-            OSSL_PARAM p[] = {OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen),
-                              OSSL_PARAM_construct_end()};
-            ASSERT_TRUE(EVP_EncryptInit_ex2(r.get(), d.get(), nullptr, nullptr, p));
-            ASSERT_TRUE(EVP_EncryptInit_ex2(r.get(), nullptr, key.data(), iv.data(), nullptr));
-            ASSERT_TRUE(EVP_EncryptUpdate(r.get(), nullptr, &n, aad.data(), (int)aad.size()));
-            ASSERT_TRUE(EVP_EncryptUpdate(r.get(), ct.data(), &n, pt.data(), (int)pt.size()));
-            ASSERT_TRUE(EVP_EncryptFinal_ex(r.get(), ct.data(), &n));
-            ASSERT_GT(EVP_CIPHER_CTX_ctrl(r.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag.data()), 0);
+            /* The message to decrypt and its tag: the default provider's. */
+            Bytes ct, tag;
+            ASSERT_TRUE(ref_seal(d.get(), key, iv, aad, pt, &ct, &tag));
             for (int enc : {1, 0}) {
                 for (bool bad : {false, true}) {
                     if (enc && bad)
@@ -895,7 +900,7 @@ void ivlen_script(const EVP_CIPHER *c, int enc, bool after_key, bool tag_first, 
         s.update("reused IV", false, in);
 }
 
-class GcmIvLength : public KernelTest, public ::testing::WithParamInterface<const char *> {};
+class GcmIvLength : public GcmAlg {};
 
 /*
  * Every IV length from 1 to 128 bytes, both directions, the length set
@@ -906,11 +911,8 @@ class GcmIvLength : public KernelTest, public ::testing::WithParamInterface<cons
  */
 TEST_P(GcmIvLength, OneTo128BytesBothWays)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    size_t keylen = (size_t)EVP_CIPHER_get_key_length(d.get());
     for (size_t ivlen = 1; ivlen <= 128; ivlen++) {
         Bytes key = random_bytes(keylen), iv = random_bytes(ivlen), aad = random_bytes(random_size(0, 50));
         Bytes pt = random_bytes(random_size(0, 300));
@@ -929,21 +931,9 @@ TEST_P(GcmIvLength, OneTo128BytesBothWays)
         } else {
             EXPECT_GT(c1.k_ops, c0.k_ops) << what << ": no kernel operation";
         }
-        /* The ciphertext and tag from the log's lines, decrypted. */
-        Bytes ct, tag(16);
-        {
-            CtxPtr r(EVP_CIPHER_CTX_new());
-            int n = 0;
-            OSSL_PARAM p[] = {OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen),
-                              OSSL_PARAM_construct_end()};
-            ct.resize(pt.size());
-            ASSERT_TRUE(EVP_EncryptInit_ex2(r.get(), d.get(), nullptr, nullptr, p));
-            ASSERT_TRUE(EVP_EncryptInit_ex2(r.get(), nullptr, key.data(), iv.data(), nullptr));
-            ASSERT_TRUE(EVP_EncryptUpdate(r.get(), nullptr, &n, aad.data(), (int)aad.size()));
-            ASSERT_TRUE(EVP_EncryptUpdate(r.get(), ct.data(), &n, pt.data(), (int)pt.size()));
-            ASSERT_TRUE(EVP_EncryptFinal_ex(r.get(), ct.data(), &n));
-            ASSERT_GT(EVP_CIPHER_CTX_ctrl(r.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag.data()), 0);
-        }
+        /* The default provider's message, decrypted by both. */
+        Bytes ct, tag;
+        ASSERT_TRUE(ref_seal(d.get(), key, iv, aad, pt, &ct, &tag)) << what;
         for (bool first : {false, true})
             for (bool bad : {false, true}) {
                 Bytes tg = tag;
@@ -966,11 +956,9 @@ TEST_P(GcmIvLength, OneTo128BytesBothWays)
  */
 TEST_P(GcmIvLength, RefusedRandomCopiedAndForced)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get())), data = random_bytes(77);
+    Bytes key = random_bytes(keylen), data = random_bytes(77);
     Log logs[2];
     for (int k = 0; k < 2; k++) {
         const EVP_CIPHER *c = k ? d.get() : h.get();
@@ -1055,7 +1043,7 @@ INSTANTIATE_TEST_SUITE_P(Gcm, GcmIvLength, ::testing::ValuesIn(kGcmAlgs),
 
 const size_t kThreshold = 64;
 
-class DispatchGcmIvGen : public KernelTest, public ::testing::WithParamInterface<const char *> {
+class DispatchGcmIvGen : public GcmAlg {
 protected:
     void SetUp() override
     {
@@ -1064,6 +1052,7 @@ protected:
             return;
         lib_.reset(new LibCtx(make_config("offload_min = " + std::to_string(kThreshold) + "\n")));
         ASSERT_TRUE(lib_->config_ok() && lib_->hwaf_loaded()) << lib_->load_errors();
+        fetch();
     }
 };
 
@@ -1076,11 +1065,9 @@ protected:
  */
 TEST_P(DispatchGcmIvGen, MessagesTakeTheirPathsUnderTheIvsHandedBack)
 {
-    CipherPtr h, d;
-    need_cipher(GetParam(), &h, &d);
     if (!h)
         return;
-    Bytes key = random_bytes((size_t)EVP_CIPHER_get_key_length(d.get()));
+    Bytes key = random_bytes(keylen);
     int kernel = 1;
     OSSL_PARAM force[] = {OSSL_PARAM_construct_int(HWAF_PARAM_OFFLOAD, &kernel), OSSL_PARAM_construct_end()};
     struct Case {
