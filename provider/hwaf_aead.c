@@ -35,7 +35,7 @@
  * an implementation without a software twin, gets the error instead.
  *
  * IVs: the IV state follows OpenSSL's GCM (IV_*): iv is what the "iv"
- * parameter shows, miv the IV of the message under way.  iv-gen (OpenSSH,
+ * parameter shows, miv the IV of the message under way.  tlsivgen (OpenSSH,
  * TLS) starts a message under the IV it hands back and counts iv on for the
  * next; tlsivinv starts one under the IV with the record's explicit part.
  * The kernel's gcm(aes) takes 12-byte IVs; a message under an IV of another
@@ -516,7 +516,7 @@ static void message_reset(hwaf_aead_ctx *ctx)
 }
 
 /*
- * A new message on the same key (init, iv-gen, tlsivinv): what the last
+ * A new message on the same key (init, tlsivgen, tlsivinv): what the last
  * one left is dropped, with the sessions of a call that failed mid-message.
  */
 static void message_new(hwaf_aead_ctx *ctx)
