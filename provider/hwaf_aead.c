@@ -114,6 +114,9 @@ typedef struct hwaf_aead_ctx_st {
     size_t updates;                 /* data updates so far */
     unsigned char tag[HWAF_GCM_TAG];
     size_t taglen;                  /* decrypt: set tag's length; 0 none */
+    int tag_new;                    /* decrypt: the tag was set for this message
+                                     * (not one left from before its init): the
+                                     * first update checks it */
     int tag_ready;                  /* encrypt: tag[] is the full tag */
     int verified;                   /* decrypt: 1 when the first update checked
                                      * the tag and nothing followed */
@@ -523,6 +526,7 @@ static void message_new(hwaf_aead_ctx *ctx)
 {
     message_reset(ctx);
     ctx->stream = 0;
+    ctx->tag_new = 0;
     if (ctx->failed) {
         be_drop(ctx, ctx->gen != hwaf_fork_generation);
         ctx->failed = 0;
@@ -878,7 +882,7 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
             ctx->tag_ready = r == 1;
             if (r == 1)
                 memcpy(ctx->tag, keep + len, HWAF_GCM_TAG);
-        } else if (ctx->taglen == HWAF_GCM_TAG) {
+        } else if (ctx->taglen == HWAF_GCM_TAG && ctx->tag_new) {
             /* The tag is known: the checked decryption itself. */
             r = req_crypt(ctx, 1, 0, ctx->aad, ctx->aadlen, in, keep, len, ctx->tag, owned);
             if (r == 1) {
@@ -1358,6 +1362,7 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         if (p->data != NULL) {
             memcpy(ctx->tag, p->data, p->data_size);
             ctx->taglen = p->data_size;
+            ctx->tag_new = 1;
             ctx->verified = 0;   /* a first update checked another tag */
         }
     }
