@@ -8,8 +8,9 @@
  *  - AAD is kept until the first data (or the final).
  *  - The first data update is one whole GCM request over the AAD and that
  *    data: encrypting, its output is returned at once and its tag kept for
- *    the final; decrypting with the tag already set (TLS 1.3, OpenSSH), it
- *    is the checked decryption itself, and a wrong tag releases zeros.
+ *    the final; decrypting with the tag set since the message began (TLS 1.3,
+ *    OpenSSH), it is the checked decryption itself, and a wrong tag
+ *    releases zeros.
  *    Decrypting without a tag yet, the request encrypts the ciphertext,
  *    which in GCM yields the plaintext (the counter mode is its own
  *    inverse); the tag is checked at the final.
