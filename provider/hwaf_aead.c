@@ -8,8 +8,9 @@
  *  - AAD is kept until the first data (or the final).
  *  - The first data update is one whole GCM request over the AAD and that
  *    data: encrypting, its output is returned at once and its tag kept for
- *    the final; decrypting with the tag already set (TLS 1.3, OpenSSH), it
- *    is the checked decryption itself, and a wrong tag releases zeros.
+ *    the final; decrypting with the tag set since the message began (TLS 1.3,
+ *    OpenSSH), it is the checked decryption itself, and a wrong tag
+ *    releases zeros.
  *    Decrypting without a tag yet, the request encrypts the ciphertext,
  *    which in GCM yields the plaintext (the counter mode is its own
  *    inverse); the tag is checked at the final.
@@ -33,6 +34,14 @@
  * cannot be had for want of descriptors or in a sandbox, is computed in
  * software too; only a context forced to the kernel (hwaf-offload = 1), or
  * an implementation without a software twin, gets the error instead.
+ *
+ * IVs: the IV state follows OpenSSL's GCM (IV_*): iv is what the "iv"
+ * parameter shows, miv the IV of the message under way.  tlsivgen (OpenSSH,
+ * TLS) starts a message under the IV it hands back and counts iv on for the
+ * next; tlsivinv starts one under the IV with the record's explicit part.
+ * The kernel's gcm(aes) takes 12-byte IVs; a message under an IV of another
+ * length (1 to 128 bytes, as the default provider) streams through the
+ * default provider's AES-GCM instead (stream_get), whatever its size.
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +63,12 @@
 #define TLS_AAD_LEN 13      /* EVP_AEAD_TLS1_AAD_LEN */
 #define TLS_FIXED_IV 4      /* EVP_GCM_TLS_FIXED_IV_LEN */
 #define TLS_EXPLICIT_IV 8   /* EVP_GCM_TLS_EXPLICIT_IV_LEN */
+#define IV_MAX 128          /* the longest IV the default provider's GCM takes */
+
+/* Where the IV stands, as in OpenSSL's GCM: none yet; set (by init or
+ * tlsivfixed) but no message under it yet; the current message's (miv);
+ * used by a finished message, so a new one is needed. */
+enum { IV_NONE, IV_BUFFERED, IV_COPIED, IV_FINISHED };
 
 typedef struct hwaf_aead_ctx_st {
     const hwaf_impl *impl;          /* first: see hwaf_ctx_new() */
@@ -77,10 +92,14 @@ typedef struct hwaf_aead_ctx_st {
     unsigned char key[32];
     size_t keylen;
     int key_set;
-    unsigned char iv[HWAF_GCM_IV];
-    int iv_set;
-    int iv_gen;                     /* TLS: fixed IV set, invocation field counts */
-    int iv_done;                    /* a message was finished under this IV */
+    unsigned char iv[IV_MAX];       /* the IV as the "iv" parameter shows it */
+    size_t ivlen;                   /* 1 to IV_MAX; other than HWAF_GCM_IV: the
+                                     * software path's stream (stream_get) */
+    unsigned char miv[IV_MAX];      /* the IV the current message runs under */
+    int iv_state;                   /* IV_* */
+    int iv_gen;                     /* tlsivfixed set: the invocation field (the
+                                     * IV's last 8 bytes) counts messages */
+    int stream;                     /* this message's stream on sbe has started */
     int enc;
     int finalised;
     int failed;                     /* a kernel call failed mid-message: refuse until init */
@@ -96,6 +115,9 @@ typedef struct hwaf_aead_ctx_st {
     size_t updates;                 /* data updates so far */
     unsigned char tag[HWAF_GCM_TAG];
     size_t taglen;                  /* decrypt: set tag's length; 0 none */
+    int tag_new;                    /* decrypt: the tag was set for this message
+                                     * (not one left from before its init): the
+                                     * first update checks it */
     int tag_ready;                  /* encrypt: tag[] is the full tag */
     int verified;                   /* decrypt: 1 when the first update checked
                                      * the tag and nothing followed */
@@ -268,7 +290,7 @@ static int req_crypt(hwaf_aead_ctx *ctx, int first, int enc, const unsigned char
     if (be == NULL)
         return 0;
     marked = impl != ctx->impl->soft && !kernel_only(ctx) && hwaf_err_mark(PROV(ctx));
-    r = impl->be->aead_crypt(be, enc, ctx->iv, aad, aadlen, in, out, len, tag, owned);
+    r = impl->be->aead_crypt(be, enc, ctx->miv, aad, aadlen, in, out, len, tag, owned);
     if (marked) {
         int retry = r == 0 && impl->be->aead_max(be, aadlen, 0) < aadlen + len;
 
@@ -497,6 +519,51 @@ static void message_reset(hwaf_aead_ctx *ctx)
     ctx->finalised = 0;
 }
 
+/*
+ * A new message on the same key (init, tlsivgen, tlsivinv): what the last
+ * one left is dropped, with the sessions of a call that failed mid-message.
+ */
+static void message_new(hwaf_aead_ctx *ctx)
+{
+    message_reset(ctx);
+    ctx->stream = 0;
+    ctx->tag_new = 0;
+    if (ctx->failed) {
+        be_drop(ctx, ctx->gen != hwaf_fork_generation);
+        ctx->failed = 0;
+    }
+}
+
+/* The invocation field, the IV's last 8 bytes, counts one message on (it
+ * wraps within them, the fixed part untouched, as OpenSSL's GCM). */
+static void iv_count(hwaf_aead_ctx *ctx)
+{
+    size_t i;
+
+    for (i = ctx->ivlen; i-- > ctx->ivlen - TLS_EXPLICIT_IV && ++ctx->iv[i] == 0;)
+        ;
+}
+
+/*
+ * An IV length the context can take: 1 to IV_MAX bytes, as the default
+ * provider; other lengths than the kernel's HWAF_GCM_IV go to software,
+ * which a context that must use the kernel refuses.  0 with an error.
+ */
+static int ivlen_ok(hwaf_aead_ctx *ctx, size_t len)
+{
+    if (len == 0 || len > IV_MAX) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "%zu bytes; 1 to %d", len, IV_MAX);
+        return 0;
+    }
+    if (len != HWAF_GCM_IV && kernel_only(ctx)) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                   "%zu bytes; the kernel's gcm(aes) takes %d and this context must use the "
+                   "kernel (hwaf-offload)", len, HWAF_GCM_IV);
+        return 0;
+    }
+    return 1;
+}
+
 static void ctx_wipe(hwaf_aead_ctx *ctx)
 {
     OPENSSL_clear_free(ctx->aad, ctx->aadcap);
@@ -525,6 +592,7 @@ static void *aead_newctx(void *provctx, int alg, int slot)
 
     if (ctx != NULL) {
         ctx->keylen = ctx->impl->alg->keylen;
+        ctx->ivlen = HWAF_GCM_IV;
         ctx->gen = hwaf_fork_generation;
         ctx->offload = HWAF_OFFLOAD_AUTO;
     }
@@ -562,7 +630,9 @@ static void *aead_dupctx(void *vctx)
     dst->aadcap = dst->datacap = 0;
     dst->data_mapped = 0;
     dst->datalen = 0;
-    if (!grow(dst, &dst->aad, &dst->aadcap, src->aadlen)
+    /* A message streaming in software goes on in the copy where it stands. */
+    if ((src->stream && !hwaf_soft_aead_dup(&dst->sbe, src->sbe))
+        || !grow(dst, &dst->aad, &dst->aadcap, src->aadlen)
         || !keep_grow(dst, src->datalen)) {
         aead_freectx(dst);
         return NULL;
@@ -580,26 +650,18 @@ static int aead_init(hwaf_aead_ctx *ctx, const unsigned char *key, size_t keylen
                      const OSSL_PARAM params[], int enc)
 {
     ctx->enc = enc;
-    message_reset(ctx);
-    if (ctx->failed) {
-        /* Whatever the failed call left goes with its sessions. */
-        be_drop(ctx, ctx->gen != hwaf_fork_generation);
-        ctx->failed = 0;
-    }
-    ctx->taglen = 0;
+    message_new(ctx);
+    /* A tag set before (the key, say) stays, as in OpenSSL's GCM. */
     ctx->tls_aad_set = 0;
     if (!aead_set_ctx_params(ctx, params))
         return 0;
     if (iv != NULL) {
-        if (ivlen != HWAF_GCM_IV) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
-                       "%zu bytes; the kernel's gcm(aes) takes %d", ivlen, HWAF_GCM_IV);
+        if (!ivlen_ok(ctx, ivlen))
             return 0;
-        }
-        memcpy(ctx->iv, iv, HWAF_GCM_IV);
-        ctx->iv_set = 1;
+        memcpy(ctx->iv, iv, ivlen);
+        ctx->ivlen = ivlen;
+        ctx->iv_state = IV_BUFFERED;
         ctx->iv_gen = 0;
-        ctx->iv_done = 0;
     }
     if (key != NULL) {
         if (keylen != ctx->impl->alg->keylen) {
@@ -637,6 +699,22 @@ static int aead_dinit(void *vctx, const unsigned char *key, size_t keylen,
     return aead_init(vctx, key, keylen, iv, ivlen, params, 0);
 }
 
+/*
+ * No IV set: as OpenSSL's GCM does, an encryption gets a random one (of an
+ * IV length of 12 bytes or more), readable as the "iv" parameter.  0 with
+ * an error otherwise.
+ */
+static int iv_random(hwaf_aead_ctx *ctx)
+{
+    if (!ctx->enc || ctx->ivlen < HWAF_GCM_IV
+        || RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv, ctx->ivlen, 0) <= 0) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no IV set");
+        return 0;
+    }
+    ctx->iv_state = IV_BUFFERED;
+    return 1;
+}
+
 /* Ready for a new piece of message: key and IV (generated when encrypting). */
 static int aead_ready(hwaf_aead_ctx *ctx)
 {
@@ -655,20 +733,18 @@ static int aead_ready(hwaf_aead_ctx *ctx)
                    "initialise again with a new IV first");
         return 0;
     }
-    if (ctx->iv_done) {
+    if (ctx->iv_state == IV_FINISHED) {
         /* As OpenSSL's GCM: never two messages under one key and IV. */
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
                    "this IV has been used; initialise with a new one");
         return 0;
     }
-    if (!ctx->iv_set) {
-        /* As OpenSSL's GCM does: an encryption without an IV gets a random
-         * one, readable as the "iv" parameter. */
-        if (!ctx->enc || RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv, HWAF_GCM_IV, 0) <= 0) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no IV set");
-            return 0;
-        }
-        ctx->iv_set = 1;
+    if (ctx->iv_state == IV_NONE && !iv_random(ctx))
+        return 0;
+    if (ctx->iv_state == IV_BUFFERED) {
+        /* the message's first piece: its IV */
+        memcpy(ctx->miv, ctx->iv, ctx->ivlen);
+        ctx->iv_state = IV_COPIED;
     }
     return 1;
 }
@@ -720,7 +796,7 @@ static int gcm_stream(hwaf_aead_ctx *ctx, size_t blocks, unsigned char *buf, siz
         HWAF_RAISE(PROV(ctx), HWAF_R_MALLOC_FAILURE, NULL);
         return 0;
     }
-    ok = ctx->impl->be->aead_crypt(be, 1, ctx->iv, NULL, 0, z, z, n, tag, 0) == 1;
+    ok = ctx->impl->be->aead_crypt(be, 1, ctx->miv, NULL, 0, z, z, n, tag, 0) == 1;
     if (ok)
         for (i = 0; i < total; i++)
             buf[i] ^= z[blocks * BLK + i];
@@ -757,7 +833,7 @@ static int ctr_at(hwaf_aead_ctx *ctx, size_t pos, const unsigned char *in,
     /* Counter block of block `blocks` of the data: IV || 2 + blocks.  The
      * AES-CTR carries over 128 bits where GCM's inc32 wraps 32;
      * a message fits one request, far below 2^32 blocks. */
-    memcpy(cb, ctx->iv, HWAF_GCM_IV);
+    memcpy(cb, ctx->miv, HWAF_GCM_IV);
     c = (uint32_t)(2 + blocks);
     cb[12] = (unsigned char)(c >> 24);
     cb[13] = (unsigned char)(c >> 16);
@@ -807,7 +883,7 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
             ctx->tag_ready = r == 1;
             if (r == 1)
                 memcpy(ctx->tag, keep + len, HWAF_GCM_TAG);
-        } else if (ctx->taglen == HWAF_GCM_TAG) {
+        } else if (ctx->taglen == HWAF_GCM_TAG && ctx->tag_new) {
             /* The tag is known: the checked decryption itself. */
             r = req_crypt(ctx, 1, 0, ctx->aad, ctx->aadlen, in, keep, len, ctx->tag, owned);
             if (r == 1) {
@@ -840,6 +916,70 @@ static int data_update(hwaf_aead_ctx *ctx, unsigned char *out, const unsigned ch
     return 1;
 }
 
+/* ---- IVs of other lengths: the software path's AES-GCM as a stream ---- */
+
+/*
+ * The kernel's gcm(aes) takes 12-byte IVs only: a message under an IV of
+ * another length streams through the default provider's AES-GCM (the
+ * software twin's session, sbe), started at its first piece under miv,
+ * whatever its size; its work is counted as software work.  A context that
+ * must use the kernel has an error instead.
+ */
+static hwaf_be_aead *stream_get(hwaf_aead_ctx *ctx)
+{
+    if (!ivlen_ok(ctx, ctx->ivlen))
+        return NULL;
+    if (!ctx->stream) {
+        if (sbe_get(ctx) == NULL
+            || !hwaf_soft_aead_start(ctx->sbe, ctx->enc, ctx->miv, ctx->ivlen))
+            return NULL;
+        ctx->stream = 1;
+    }
+    return ctx->sbe;
+}
+
+/* AAD (out NULL) or data of a streaming message. */
+static int stream_run(hwaf_aead_ctx *ctx, const unsigned char *in, unsigned char *out,
+                      size_t len)
+{
+    hwaf_be_aead *s = stream_get(ctx);
+
+    if (s == NULL || !hwaf_soft_aead_run(s, ctx->enc, in, out, len))
+        return 0;
+    if (out != NULL)
+        ctx->updates++;
+    return 1;
+}
+
+/* The end of a streaming message: the tag (encrypting) or its check. */
+static int stream_final(hwaf_aead_ctx *ctx)
+{
+    hwaf_be_aead *s = stream_get(ctx);
+    int r;
+
+    if (s == NULL)
+        return 0;
+    r = hwaf_soft_aead_finish(s, ctx->enc, ctx->tag, ctx->enc ? HWAF_GCM_TAG : ctx->taglen);
+    ctx->stream = 0;
+    if (r == -1)
+        HWAF_RAISE(PROV(ctx), HWAF_R_TAG_MISMATCH, NULL);
+    return r == 1;
+}
+
+/* A whole TLS record of n bytes under such an IV: one stream, start to end. */
+static int stream_record(hwaf_aead_ctx *ctx, const unsigned char *in, unsigned char *out,
+                         size_t n, unsigned char *tag)
+{
+    hwaf_be_aead *s = stream_get(ctx);
+    int r = 0;
+
+    if (s != NULL && hwaf_soft_aead_run(s, ctx->enc, ctx->tls_aad, NULL, TLS_AAD_LEN)
+        && hwaf_soft_aead_run(s, ctx->enc, in, out, n))
+        r = hwaf_soft_aead_finish(s, ctx->enc, tag, HWAF_GCM_TAG);
+    ctx->stream = 0;
+    return r;
+}
+
 static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
                       const unsigned char *in, size_t len);
 
@@ -848,35 +988,40 @@ static int aead_update(void *vctx, unsigned char *out, size_t *outl, size_t outs
 {
     hwaf_aead_ctx *ctx = vctx;
 
-    if (ctx->tls_aad_set)
-        return tls_record(ctx, out, outl, in, inl);
     *outl = 0;
-    if (!aead_ready(ctx))
-        return 0;
+    /* As OpenSSL's GCM: an empty update does nothing, in any state. */
     if (inl == 0)
         return 1;
-    if (out == NULL) {
-        if (ctx->updates > 0) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_AAD_AFTER_DATA, NULL);
+    if (ctx->tls_aad_set)
+        return tls_record(ctx, out, outl, in, inl);
+    if (!aead_ready(ctx))
+        return 0;
+    if (out == NULL && ctx->updates > 0) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_AAD_AFTER_DATA, NULL);
+        return 0;
+    }
+    if (out != NULL && outsize < inl) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, "%zu bytes for %zu",
+                   outsize, inl);
+        return 0;
+    }
+    if (ctx->ivlen != HWAF_GCM_IV) {
+        if (!stream_run(ctx, in, out, inl)) {
+            ctx->failed = 1;
             return 0;
         }
+    } else if (out == NULL) {
         if (!fits(ctx, inl, 0) || !grow(ctx, &ctx->aad, &ctx->aadcap, ctx->aadlen + inl)) {
             ctx->failed = 1;
             return 0;
         }
         memcpy(ctx->aad + ctx->aadlen, in, inl);
         ctx->aadlen += inl;
-        return 1;
-    }
-    if (outsize < inl) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_OUTPUT_BUFFER_TOO_SMALL, "%zu bytes for %zu",
-                   outsize, inl);
-        return 0;
-    }
-    if (!data_update(ctx, out, in, inl)) {
+    } else if (!data_update(ctx, out, in, inl)) {
         ctx->failed = 1;
         return 0;
     }
+    /* the AAD's length too, as OpenSSL's GCM */
     *outl = inl;
     return 1;
 }
@@ -919,25 +1064,36 @@ static int aead_final(void *vctx, unsigned char *out, size_t *outl, size_t outsi
 
     *outl = 0;
     if (ctx->tls_aad_set) {
+        /* as OpenSSL's GCM, the record mode and the IV end here */
+        ctx->tls_aad_set = 0;
+        ctx->iv_state = IV_FINISHED;
         HWAF_RAISE(PROV(ctx), HWAF_R_NOT_SUPPORTED, "TLS records go through update");
         return 0;
     }
     if (!aead_ready(ctx))
         return 0;
-    ctx->finalised = 1;
-    ctx->iv_done = 1;
-    if (ctx->enc) {
-        if (!ctx->tag_ready) {
-            if (!tag_of_message(ctx, ctx->tag))
-                return 0;
-            ctx->tag_ready = 1;
-        }
-        return 1;
-    }
-    if (ctx->taglen == 0) {
+    if (!ctx->enc && ctx->taglen == 0) {
+        /* the tag can still be set, and the final called again */
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_TAG, "no tag set before the final");
         return 0;
     }
+    ctx->finalised = 1;
+    ctx->iv_state = IV_FINISHED;
+    if (ctx->ivlen != HWAF_GCM_IV) {
+        if (!stream_final(ctx))
+            return 0;
+    } else if (ctx->enc && !ctx->tag_ready && !tag_of_message(ctx, ctx->tag)) {
+        return 0;
+    }
+    if (ctx->enc) {
+        /* As OpenSSL's GCM: the tag (and its length) stand until the next
+         * final; a decryption that follows without setting one checks it. */
+        ctx->tag_ready = 1;
+        ctx->taglen = HWAF_GCM_TAG;
+        return 1;
+    }
+    if (ctx->ivlen != HWAF_GCM_IV)
+        return 1;
     if (ctx->verified && ctx->taglen == HWAF_GCM_TAG)
         return 1;
     if (!tag_of_message(ctx, tag))
@@ -956,10 +1112,14 @@ static int aead_final(void *vctx, unsigned char *out, size_t *outl, size_t outsi
 static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
                       const unsigned char *in, size_t len)
 {
+    unsigned char *tag;
     size_t n;
-    int r, i;
+    int r;
 
-    ctx->tls_aad_set = 0;   /* one record per tls1-aad, as OpenSSL's GCM */
+    /* One record per tls1-aad, and no message under the IV it leaves, as
+     * OpenSSL's GCM. */
+    ctx->tls_aad_set = 0;
+    ctx->iv_state = IV_FINISHED;
     *outl = 0;
     if (out != in || len < TLS_EXPLICIT_IV + HWAF_GCM_TAG) {
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER,
@@ -970,28 +1130,28 @@ static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
         HWAF_RAISE(PROV(ctx), HWAF_R_NO_KEY_SET, NULL);
         return 0;
     }
-    if (!ctx->iv_set) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no fixed IV set");
+    if (!ctx->iv_gen) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no fixed IV set (tlsivfixed)");
         return 0;
     }
+    message_new(ctx);
     n = len - TLS_EXPLICIT_IV - HWAF_GCM_TAG;
-    if (ctx->enc) {
-        if (!ctx->iv_gen) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "no fixed IV set (tlsivfixed)");
-            return 0;
-        }
-        memcpy(out, ctx->iv + HWAF_GCM_IV - TLS_EXPLICIT_IV, TLS_EXPLICIT_IV);
-    } else {
-        memcpy(ctx->iv + HWAF_GCM_IV - TLS_EXPLICIT_IV, in, TLS_EXPLICIT_IV);
-    }
+    /* The explicit IV: the invocation field, sent when sealing (and counted
+     * on for the next record), taken from the record when opening. */
+    if (ctx->enc)
+        memcpy(out, ctx->iv + ctx->ivlen - TLS_EXPLICIT_IV, TLS_EXPLICIT_IV);
+    else
+        memcpy(ctx->iv + ctx->ivlen - TLS_EXPLICIT_IV, in, TLS_EXPLICIT_IV);
+    memcpy(ctx->miv, ctx->iv, ctx->ivlen);
+    if (ctx->enc)
+        iv_count(ctx);
+    tag = out + TLS_EXPLICIT_IV + n;
     /* Each record is a message of its own: its size picks its path. */
-    r = req_crypt(ctx, 1, ctx->enc, ctx->tls_aad, TLS_AAD_LEN, in + TLS_EXPLICIT_IV,
-                  out + TLS_EXPLICIT_IV, n, out + TLS_EXPLICIT_IV + n, 0);
-    if (ctx->enc) {
-        /* The invocation field: the IV's last 8 bytes count records. */
-        for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)
-            ;
-    }
+    if (ctx->ivlen != HWAF_GCM_IV)
+        r = stream_record(ctx, in + TLS_EXPLICIT_IV, out + TLS_EXPLICIT_IV, n, tag);
+    else
+        r = req_crypt(ctx, 1, ctx->enc, ctx->tls_aad, TLS_AAD_LEN, in + TLS_EXPLICIT_IV,
+                      out + TLS_EXPLICIT_IV, n, tag, 0);
     if (r != 1) {
         if (r == -1) {
             OPENSSL_cleanse(out + TLS_EXPLICIT_IV, n);
@@ -999,20 +1159,33 @@ static int tls_record(hwaf_aead_ctx *ctx, unsigned char *out, size_t *outl,
         }
         return 0;
     }
+    /* through update: the record sealed, the payload opened */
     *outl = ctx->enc ? len : n;
     return 1;
 }
 
+/*
+ * EVP_Cipher(): as OpenSSL's GCM, a whole TLS record hands back its length
+ * both ways, AAD and data their length, the final 0.
+ */
 static int aead_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                        const unsigned char *in, size_t inl)
 {
     hwaf_aead_ctx *ctx = vctx;
 
-    if (ctx->tls_aad_set)
-        return tls_record(ctx, out, outl, in, inl);
-    if (in != NULL)
-        return aead_update(vctx, out, outl, outsize, in, inl);
-    return aead_final(vctx, out, outl, outsize);
+    if (ctx->tls_aad_set) {
+        if (!tls_record(ctx, out, outl, in, inl))
+            return 0;
+        *outl = inl;
+        return 1;
+    }
+    if (in == NULL)
+        return aead_final(vctx, out, outl, outsize);
+    if (inl == 0) {
+        *outl = 0;
+        return aead_ready(ctx);
+    }
+    return aead_update(vctx, out, outl, outsize, in, inl);
 }
 
 /* ---- parameters ---- */
@@ -1032,6 +1205,16 @@ static int get_tag(hwaf_aead_ctx *ctx, OSSL_PARAM *p)
     return 1;
 }
 
+/* "iv" and "updated-iv": the IV as set, or the random one an encryption
+ * without one gets now, as in OpenSSL's GCM. */
+static int get_iv(hwaf_aead_ctx *ctx, OSSL_PARAM *p)
+{
+    if ((ctx->iv_state == IV_NONE && (ctx->tls_aad_set || !iv_random(ctx)))
+        || p->data_size < ctx->ivlen || !hwaf_set_octets(p, ctx->iv, ctx->ivlen))
+        return hwaf_param_failed(PROV(ctx), p->key);
+    return 1;
+}
+
 static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     hwaf_aead_ctx *ctx = vctx;
@@ -1044,25 +1227,18 @@ static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
         if (strcmp(params[0].key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0)
             return get_tag(ctx, params);
         if (strcmp(params[0].key, OSSL_CIPHER_PARAM_IVLEN) == 0)
-            return OSSL_PARAM_set_size_t(params, HWAF_GCM_IV)
+            return OSSL_PARAM_set_size_t(params, ctx->ivlen)
                    ? 1 : hwaf_param_failed(PROV(ctx), params[0].key);
     }
 
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, ctx->taglen ? ctx->taglen : HWAF_GCM_TAG))
         return hwaf_param_failed(PROV(ctx), p->key);
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL) {
-        if (!ctx->iv_set || p->data_size < HWAF_GCM_IV)
-            return hwaf_param_failed(PROV(ctx), p->key);
-        if (!hwaf_set_octets(p, ctx->iv, HWAF_GCM_IV))
-            return hwaf_param_failed(PROV(ctx), p->key);
-    }
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL) {
-        if (!ctx->iv_set || p->data_size < HWAF_GCM_IV)
-            return hwaf_param_failed(PROV(ctx), p->key);
-        if (!hwaf_set_octets(p, ctx->iv, HWAF_GCM_IV))
-            return hwaf_param_failed(PROV(ctx), p->key);
-    }
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV)) != NULL && !get_iv(ctx, p))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV)) != NULL
+        && !get_iv(ctx, p))
+        return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL
         && !get_tag(ctx, p))
         return 0;
@@ -1070,20 +1246,23 @@ static int aead_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && !OSSL_PARAM_set_size_t(p, HWAF_GCM_TAG))
         return hwaf_param_failed(PROV(ctx), p->key);
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN)) != NULL) {
-        /* The IV for the next record: the invocation field moves on. */
+        /* As OpenSSL's GCM: a new message under the IV handed back (its
+         * last data_size bytes); the invocation field moves on for the next. */
         size_t n = p->data_size;
-        int i;
 
-        if (p->data_type != OSSL_PARAM_OCTET_STRING || !ctx->iv_gen || !ctx->key_set)
+        if (p->data == NULL || p->data_type != OSSL_PARAM_OCTET_STRING || !ctx->iv_gen
+            || !ctx->key_set)
             return hwaf_param_failed(PROV(ctx), p->key);
-        if (n == 0 || n > HWAF_GCM_IV)
-            n = HWAF_GCM_IV;
-        memcpy(p->data, ctx->iv + HWAF_GCM_IV - n, n);
+        if (n == 0 || n > ctx->ivlen)
+            n = ctx->ivlen;
+        message_new(ctx);
+        memcpy(ctx->miv, ctx->iv, ctx->ivlen);
+        ctx->iv_state = IV_COPIED;
+        memcpy(p->data, ctx->iv + ctx->ivlen - n, n);
         p->return_size = n;
-        for (i = HWAF_GCM_IV - 1; i >= HWAF_GCM_IV - 8 && ++ctx->iv[i] == 0; i--)
-            ;
+        iv_count(ctx);
     }
-    return hwaf_cipher_ctx_get_common(ctx->impl, params, ctx->keylen, HWAF_GCM_IV,
+    return hwaf_cipher_ctx_get_common(ctx->impl, params, ctx->keylen, ctx->ivlen,
                                       ctx->offload);
 }
 
@@ -1129,27 +1308,32 @@ static int set_tls_aad(hwaf_aead_ctx *ctx, const OSSL_PARAM *p)
     return 1;
 }
 
-/* tlsivfixed: the fixed part (4 bytes) or the whole IV; the invocation
- * field starts random when encrypting, as in OpenSSL's GCM. */
+/* tlsivfixed: the whole IV (length -1) or its fixed part (4 bytes or more,
+ * leaving 8 or more to count); the rest starts random when encrypting, as
+ * in OpenSSL's GCM. */
 static int set_tls_iv_fixed(hwaf_aead_ctx *ctx, const OSSL_PARAM *p)
 {
     size_t len = p->data_size;
 
-    if (len == (size_t)-1)   /* as OpenSSL's GCM: the whole IV */
-        len = HWAF_GCM_IV;
-    if (p->data_type != OSSL_PARAM_OCTET_STRING || len > HWAF_GCM_IV
-        || (len != HWAF_GCM_IV && (len < TLS_FIXED_IV || HWAF_GCM_IV - len < TLS_EXPLICIT_IV))) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "tlsivfixed: %zu bytes", len);
+    if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data == NULL
+        || (len != (size_t)-1
+            && (len < TLS_FIXED_IV || len > ctx->ivlen || ctx->ivlen - len < TLS_EXPLICIT_IV))) {
+        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                   "tlsivfixed: %zu bytes; %d to %zu, or -1 for the whole IV", len,
+                   TLS_FIXED_IV, ctx->ivlen - TLS_EXPLICIT_IV);
         return 0;
     }
-    memcpy(ctx->iv, p->data, len);
-    ctx->iv_done = 0;
-    if (len < HWAF_GCM_IV && ctx->enc
-        && RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv + len, HWAF_GCM_IV - len, 0) <= 0) {
-        HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tlsivfixed: no random bytes");
-        return 0;
+    if (len == (size_t)-1) {
+        memcpy(ctx->iv, p->data, ctx->ivlen);
+    } else {
+        memcpy(ctx->iv, p->data, len);
+        if (ctx->enc
+            && RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv + len, ctx->ivlen - len, 0) <= 0) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tlsivfixed: no random bytes");
+            return 0;
+        }
     }
-    ctx->iv_set = 1;
+    ctx->iv_state = IV_BUFFERED;
     ctx->iv_gen = 1;
     return 1;
 }
@@ -1179,15 +1363,20 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         if (p->data != NULL) {
             memcpy(ctx->tag, p->data, p->data_size);
             ctx->taglen = p->data_size;
+            ctx->tag_new = 1;
+            ctx->verified = 0;   /* a first update checked another tag */
         }
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN)) != NULL) {
         if (!OSSL_PARAM_get_size_t(p, &sz))
             return hwaf_param_failed(PROV(ctx), p->key);
-        if (sz != HWAF_GCM_IV) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
-                       "%zu bytes; the kernel's gcm(aes) takes %d", sz, HWAF_GCM_IV);
+        if (!ivlen_ok(ctx, sz))
             return 0;
+        if (sz != ctx->ivlen) {
+            /* As OpenSSL's GCM: an IV set or generated before is spent. */
+            if (ctx->iv_state != IV_NONE)
+                ctx->iv_state = IV_FINISHED;
+            ctx->ivlen = sz;
         }
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)) != NULL
@@ -1197,12 +1386,18 @@ static int aead_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         && !set_tls_iv_fixed(ctx, p))
         return 0;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV)) != NULL) {
-        if (p->data_type != OSSL_PARAM_OCTET_STRING || !ctx->iv_gen || ctx->enc
-            || p->data_size == 0 || p->data_size > HWAF_GCM_IV) {
-            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "tlsivinv");
+        /* As OpenSSL's GCM: a new message under the fixed IV with these
+         * last bytes. */
+        if (p->data == NULL || p->data_type != OSSL_PARAM_OCTET_STRING || !ctx->iv_gen
+            || !ctx->key_set || ctx->enc || p->data_size > ctx->ivlen) {
+            HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH,
+                       "tlsivinv: up to the IV's length, when decrypting after tlsivfixed");
             return 0;
         }
-        memcpy(ctx->iv + HWAF_GCM_IV - p->data_size, p->data, p->data_size);
+        message_new(ctx);
+        memcpy(ctx->iv + ctx->ivlen - p->data_size, p->data, p->data_size);
+        memcpy(ctx->miv, ctx->iv, ctx->ivlen);
+        ctx->iv_state = IV_COPIED;
     }
     return 1;
 }

@@ -91,6 +91,33 @@ hwaf_be_cipher *hwaf_soft_cipher_other(const hwaf_impl *impl, const hwaf_alg *al
 void hwaf_soft_cipher_other_close(hwaf_be_cipher *s, hwaf_impl *holder);
 
 /*
+ * A message of the software path's AES-GCM as a running stream, for IVs the
+ * kernel's gcm(aes) does not take (any length but HWAF_GCM_IV, up to the
+ * default provider's 128 bytes): the default provider's context of the
+ * direction keeps the GHASH and counter state between calls, on a session
+ * of hwaf_backend_soft_aead_mac (impl->soft's aead_open).
+ *
+ *   hwaf_soft_aead_start(s, enc, iv, ivlen)   a new message under iv
+ *   hwaf_soft_aead_run(s, enc, in, out, len)  AAD (out NULL), then data
+ *   hwaf_soft_aead_finish(s, enc, tag, taglen) the end: encrypting, the
+ *                                          16-byte tag into tag; decrypting,
+ *                                          taglen bytes of tag checked: -1
+ *                                          (nothing raised) when they do
+ *                                          not match
+ *   hwaf_soft_aead_dup(&d, s)                 a copy of the session, its
+ *                                          streams where they stand
+ *
+ * enc is 1 or 0: one stream per direction; a whole-message aead_crypt on
+ * the session starts its direction afresh.  Each returns 1, or 0 with an
+ * error raised; run counts its bytes as software work.
+ */
+int hwaf_soft_aead_start(hwaf_be_aead *s, int enc, const unsigned char *iv, size_t ivlen);
+int hwaf_soft_aead_run(hwaf_be_aead *s, int enc, const unsigned char *in,
+                       unsigned char *out, size_t len);
+int hwaf_soft_aead_finish(hwaf_be_aead *s, int enc, unsigned char *tag, size_t taglen);
+int hwaf_soft_aead_dup(hwaf_be_aead **out, const hwaf_be_aead *s);
+
+/*
  * A software digest for the digest layer: the default provider's own
  * context, its functions called directly.  new: a context initialised;
  * final leaves the hash finished (init starts the next); each returns

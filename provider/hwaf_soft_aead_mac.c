@@ -30,6 +30,7 @@ typedef struct soft_am_st {
     OSSL_FUNC_cipher_get_ctx_params_fn *c_get;
     OSSL_FUNC_cipher_set_ctx_params_fn *c_set;
     OSSL_FUNC_cipher_freectx_fn *c_free;
+    OSSL_FUNC_cipher_dupctx_fn *c_dup;
     /* HMAC */
     const char *digest;   /* the digest's OpenSSL name, "SHA2-256" */
     OSSL_FUNC_mac_newctx_fn *m_new;
@@ -72,7 +73,8 @@ static int am_impl_init(hwaf_impl *impl)
              && TAKE(c_new, OSSL_FUNC_CIPHER_NEWCTX) && TAKE(c_einit, OSSL_FUNC_CIPHER_ENCRYPT_INIT)
              && TAKE(c_dinit, OSSL_FUNC_CIPHER_DECRYPT_INIT) && TAKE(c_update, OSSL_FUNC_CIPHER_UPDATE)
              && TAKE(c_final, OSSL_FUNC_CIPHER_FINAL) && TAKE(c_get, OSSL_FUNC_CIPHER_GET_CTX_PARAMS)
-             && TAKE(c_set, OSSL_FUNC_CIPHER_SET_CTX_PARAMS) && TAKE(c_free, OSSL_FUNC_CIPHER_FREECTX);
+             && TAKE(c_set, OSSL_FUNC_CIPHER_SET_CTX_PARAMS) && TAKE(c_free, OSSL_FUNC_CIPHER_FREECTX)
+             && TAKE(c_dup, OSSL_FUNC_CIPHER_DUPCTX);
     } else if (alg->kind == HWAF_KIND_MAC) {
         /* hmac(x) is the HMAC of the digest at the same place among the
          * digests (hwaf_local.h): its first name is what HMAC is told. */
@@ -107,6 +109,8 @@ struct hwaf_be_aead_st {
     size_t keylen;
 };
 
+static void am_aead_close(hwaf_be_aead *s);
+
 static int am_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
                         const unsigned char *key, size_t keylen)
 {
@@ -124,6 +128,92 @@ static int am_aead_open(hwaf_be_aead **out, const hwaf_impl *impl,
 }
 
 /*
+ * The default provider's context of direction enc (1 or 0), made on first
+ * use; *key is then the key to give its init (the key schedule once,
+ * afterwards only the IV), else NULL.  NULL with an error raised.
+ */
+static void *am_ctx(hwaf_be_aead *s, int enc, const unsigned char **key)
+{
+    const soft_am *f = FNS(s->impl);
+
+    *key = NULL;
+    if (s->c[enc] == NULL) {
+        if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
+            HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "AES-GCM newctx");
+            return NULL;
+        }
+        *key = s->key;
+    }
+    return s->c[enc];
+}
+
+/* An init that failed on a context never keyed: it starts afresh next time. */
+static void am_ctx_failed(hwaf_be_aead *s, int enc, const unsigned char *key)
+{
+    if (key != NULL) {
+        FNS(s->impl)->c_free(s->c[enc]);
+        s->c[enc] = NULL;
+    }
+}
+
+/* The final of direction enc: encrypting, the full tag into tag; decrypting,
+ * taglen bytes of tag checked (set first).  1; -1 (nothing raised) when a
+ * decryption's tag does not match; 0 with an error raised. */
+static int am_final(hwaf_be_aead *s, int enc, unsigned char *tag, size_t taglen)
+{
+    const soft_am *f = FNS(s->impl);
+    OSSL_PARAM tp[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    unsigned char last[16];
+    size_t outl = 0;
+    void *c = s->c[enc];
+    int ok;
+
+    tp[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag,
+                                              enc ? HWAF_GCM_TAG : taglen);
+    if (!enc) {
+        /* A tag that does not match fails the final, raising nothing of
+         * the default provider's on the queue. */
+        if (!f->c_set(c, tp)) {
+            HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s tag",
+                       s->impl->alg->kname);
+            return 0;
+        }
+        ERR_set_mark();
+        ok = f->c_final(c, last, &outl, sizeof(last));
+        ERR_pop_to_mark();
+        return ok ? 1 : -1;
+    }
+    if (!f->c_final(c, last, &outl, sizeof(last)) || !f->c_get(c, tp)) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s final",
+                   s->impl->alg->kname);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- AES-GCM as a running stream (hwaf_soft.h); a whole operation is one ---- */
+
+int hwaf_soft_aead_start(hwaf_be_aead *s, int enc, const unsigned char *iv, size_t ivlen)
+{
+    const soft_am *f = FNS(s->impl);
+    const unsigned char *key;
+    void *c;
+    int ok;
+
+    enc = enc ? 1 : 0;
+    if ((c = am_ctx(s, enc, &key)) == NULL)
+        return 0;
+    ok = enc ? f->c_einit(c, key, s->keylen, iv, ivlen, NULL)
+             : f->c_dinit(c, key, s->keylen, iv, ivlen, NULL);
+    if (!ok) {
+        am_ctx_failed(s, enc, key);
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s init, IV of %zu bytes",
+                   s->impl->alg->kname, ivlen);
+    }
+    return ok;
+}
+
+/*
  * One whole GCM operation, as the kernel backends do it: 1, or -1 (nothing
  * raised, out[] wiped) when a decryption's tag does not match.
  */
@@ -133,59 +223,66 @@ static int am_aead_crypt(hwaf_be_aead *s, int enc, const unsigned char *iv,
                          unsigned char *tag, int owned)
 {
     const soft_am *f = FNS(s->impl);
-    OSSL_PARAM tp[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
-    unsigned char last[16];
     size_t outl = 0;
-    const unsigned char *key = NULL;
     void *c;
     int ok;
 
     enc = enc ? 1 : 0;
-    if (s->c[enc] == NULL) {
-        if ((s->c[enc] = f->c_new(f->provctx)) == NULL) {
-            HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "AES-GCM newctx");
-            return 0;
-        }
-        key = s->key;   /* the key schedule once; afterwards only the IV */
-    }
+    if (!hwaf_soft_aead_start(s, enc, iv, HWAF_GCM_IV))
+        return 0;
     c = s->c[enc];
-    ok = enc ? f->c_einit(c, key, s->keylen, iv, HWAF_GCM_IV, NULL)
-             : f->c_dinit(c, key, s->keylen, iv, HWAF_GCM_IV, NULL);
-    ok = ok && (aadlen == 0 || (f->c_update(c, NULL, &outl, aadlen, aad, aadlen) && outl == aadlen));
-    if (ok && !enc) {
-        tp[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, HWAF_GCM_TAG);
-        ok = f->c_set(c, tp);
-    }
+    ok = aadlen == 0 || (f->c_update(c, NULL, &outl, aadlen, aad, aadlen) && outl == aadlen);
     ok = ok && (len == 0 || (f->c_update(c, out, &outl, len, in, len) && outl == len));
     if (!ok) {
-        if (key != NULL) {  /* never keyed: start afresh next time */
-            f->c_free(c);
-            s->c[enc] = NULL;
-        }
         HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s, %zu + %zu bytes",
                    s->impl->alg->kname, aadlen, len);
         return 0;
     }
-    if (!enc) {
-        /* A tag that does not match fails the final, raising nothing of
-         * the default provider's on the queue. */
-        ERR_set_mark();
-        ok = f->c_final(c, last, &outl, sizeof(last));
-        ERR_pop_to_mark();
+    ok = am_final(s, enc, tag, HWAF_GCM_TAG);
+    if (ok != 0)
         hwaf_stats_add_soft(aadlen + len);
-        if (!ok) {
-            OPENSSL_cleanse(out, len);
-            return -1;
-        }
+    if (ok == -1)
+        OPENSSL_cleanse(out, len);
+    return ok;
+}
+
+int hwaf_soft_aead_run(hwaf_be_aead *s, int enc, const unsigned char *in,
+                       unsigned char *out, size_t len)
+{
+    size_t outl = 0;
+
+    if (len == 0)
         return 1;
-    }
-    tp[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, HWAF_GCM_TAG);
-    if (!f->c_final(c, last, &outl, sizeof(last)) || !f->c_get(c, tp)) {
-        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s final, %zu + %zu bytes",
-                   s->impl->alg->kname, aadlen, len);
+    if (!FNS(s->impl)->c_update(s->c[enc ? 1 : 0], out, &outl, len, in, len) || outl != len) {
+        HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "%s update, %zu bytes",
+                   s->impl->alg->kname, len);
         return 0;
     }
-    hwaf_stats_add_soft(aadlen + len);
+    hwaf_stats_add_soft(len);
+    return 1;
+}
+
+int hwaf_soft_aead_finish(hwaf_be_aead *s, int enc, unsigned char *tag, size_t taglen)
+{
+    return am_final(s, enc ? 1 : 0, tag, taglen);
+}
+
+int hwaf_soft_aead_dup(hwaf_be_aead **out, const hwaf_be_aead *s)
+{
+    const soft_am *f = FNS(s->impl);
+    hwaf_be_aead *d;
+    int i;
+
+    if (!am_aead_open(&d, s->impl, s->key, s->keylen))
+        return 0;
+    for (i = 0; i < 2; i++) {
+        if (s->c[i] != NULL && (d->c[i] = f->c_dup(s->c[i])) == NULL) {
+            am_aead_close(d);
+            HWAF_RAISE(s->impl->prov, HWAF_R_SOFTWARE_PATH_FAILED, "AES-GCM dupctx");
+            return 0;
+        }
+    }
+    *out = d;
     return 1;
 }
 

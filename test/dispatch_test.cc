@@ -31,26 +31,6 @@ namespace {
 
 const size_t kThreshold = 64;
 
-struct Counts {
-    uint64_t sw_ops = 0, sw_bytes = 0, k_ops = 0, k_bytes = 0;
-};
-
-Counts counts(const LibCtx &lib)
-{
-    Counts c;
-    uint64_t o = 0, b = 0;
-    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_OPS, &c.sw_ops)) << HWAF_PARAM_SOFTWARE_OPS;
-    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_BYTES, &c.sw_bytes)) << HWAF_PARAM_SOFTWARE_BYTES;
-    for (auto pr : {std::make_pair(HWAF_PARAM_AFALG_OPS, HWAF_PARAM_AFALG_BYTES),
-                    std::make_pair(HWAF_PARAM_DEVCRYPTO_OPS, HWAF_PARAM_DEVCRYPTO_BYTES)}) {
-        EXPECT_TRUE(lib.prov_param(pr.first, &o));
-        EXPECT_TRUE(lib.prov_param(pr.second, &b));
-        c.k_ops += o;
-        c.k_bytes += b;
-    }
-    return c;
-}
-
 std::string cstate(EVP_CIPHER_CTX *c)
 {
     std::ostringstream s;

@@ -548,6 +548,22 @@ std::string md_ctx_param_str(EVP_MD_CTX *c, const char *name)
     return buf;
 }
 
+Counts counts(const LibCtx &lib)
+{
+    Counts c;
+    uint64_t o = 0, b = 0;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_OPS, &c.sw_ops)) << HWAF_PARAM_SOFTWARE_OPS;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_SOFTWARE_BYTES, &c.sw_bytes)) << HWAF_PARAM_SOFTWARE_BYTES;
+    for (auto pr : {std::make_pair(HWAF_PARAM_AFALG_OPS, HWAF_PARAM_AFALG_BYTES),
+                    std::make_pair(HWAF_PARAM_DEVCRYPTO_OPS, HWAF_PARAM_DEVCRYPTO_BYTES)}) {
+        EXPECT_TRUE(lib.prov_param(pr.first, &o));
+        EXPECT_TRUE(lib.prov_param(pr.second, &b));
+        c.k_ops += o;
+        c.k_bytes += b;
+    }
+    return c;
+}
+
 int ctx_param_int(EVP_CIPHER_CTX *c, const char *name, int dflt)
 {
     int v = dflt;

@@ -146,6 +146,12 @@ private:
     std::string errors_;
 };
 
+/* hwaf's work counters: software, and the kernel's (both backends). */
+struct Counts {
+    uint64_t sw_ops = 0, sw_bytes = 0, k_ops = 0, k_bytes = 0;
+};
+Counts counts(const LibCtx &lib);
+
 /* ---- algorithms ------------------------------------------------------- */
 
 enum class Mode { CBC, CTR, XTS };

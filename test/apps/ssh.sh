@@ -1,8 +1,11 @@
 #!/bin/sh
 # ssh.sh: OpenSSH with hwaf.  sshd listens on 127.0.0.1 in the guest; scp
 # moves a file (HWAF_APPS_SSH_MIB, default 16 MiB) each way with -c
-# aes128-ctr and -c aes256-ctr, MAC hmac-sha2-256-etm@openssh.com, hwaf in
-# the client through openssl.cnf alone, then hwaf in the client and in sshd.
+# aes128-ctr and -c aes256-ctr (MAC hmac-sha2-256-etm@openssh.com) and with
+# -c aes128-gcm@openssh.com and -c aes256-gcm@openssh.com (AES-GCM, whose
+# IV OpenSSH takes from EVP_CTRL_GCM_IV_GEN before every packet), hwaf in
+# the client through openssl.cnf alone, then hwaf in sshd alone (GCM), then
+# hwaf in the client and in sshd; with GCM an ssh command's output too.
 # sshd's sandboxed pre-authentication child cannot make kernel calls: hwaf
 # must fall back to software there (counted in its record, no process
 # killed by SIGSYS) while the session process after authentication carries
@@ -39,7 +42,7 @@ StrictModes no
 UsePAM no
 PasswordAuthentication no
 KbdInteractiveAuthentication no
-Ciphers aes128-ctr,aes256-ctr
+Ciphers aes128-ctr,aes256-ctr,aes128-gcm@openssh.com,aes256-gcm@openssh.com
 MACs hmac-sha2-256-etm@openssh.com
 Subsystem sftp internal-sftp
 LogLevel ${HWAF_APPS_SSHD_LOGLEVEL:-INFO}
@@ -79,26 +82,48 @@ scp_() { # CNF LABEL CIPHER SRC DST
         "$4" "$5" 2>"$tmp/scp.err"
 }
 
-# both_ways UP_LABEL DOWN_LABEL CIPHER DESC: scp $tmp/data to the server and
-# back with hwaf in the client, each copy compared with the original.
+# ssh_ CNF LABEL CIPHER COMMAND: an ssh command on the server, its output
+# on stdout.
+ssh_() {
+    with "$1" "$2" ssh -F /dev/null -i "$tmp/id" -p "$port" -c "$3" \
+        -o MACs=hmac-sha2-256-etm@openssh.com -o BatchMode=yes \
+        -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR \
+        root@127.0.0.1 "$4" 2>"$tmp/scp.err"
+}
+
+# both_ways UP_LABEL DOWN_LABEL CIPHER DESC [CNF]: scp $tmp/data to the
+# server and back with the client's openssl.cnf CNF (default hwaf), each
+# copy compared with the original.
 both_ways() {
     rm -f "$tmp/up" "$tmp/down"
-    scp_ hwaf "$1" "$3" "$tmp/data" "root@127.0.0.1:$tmp/up" ||
+    scp_ "${5:-hwaf}" "$1" "$3" "$tmp/data" "root@127.0.0.1:$tmp/up" ||
         { bad "$4: upload failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
     same "$4: $mib MiB client to server" "$tmp/up" "$tmp/data"
-    scp_ hwaf "$2" "$3" "root@127.0.0.1:$tmp/data" "$tmp/down" ||
+    scp_ "${5:-hwaf}" "$2" "$3" "root@127.0.0.1:$tmp/data" "$tmp/down" ||
         { bad "$4: download failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
     same "$4: $mib MiB server to client" "$tmp/down" "$tmp/data"
 }
 
-for c in aes128-ctr aes256-ctr; do
+# command_out LABEL CIPHER DESC [CNF]: `ssh ... cat` of $tmp/data (the
+# server's output, one GCM message per packet) compared with the original.
+command_out() {
+    rm -f "$tmp/cmd.out"
+    ssh_ "${4:-hwaf}" "$1" "$2" "cat $tmp/data" >"$tmp/cmd.out" ||
+        { bad "$3: ssh command failed"; sed 's/^/      /' "$tmp/scp.err" | head; }
+    same "$3: ssh cat, $mib MiB" "$tmp/cmd.out" "$tmp/data"
+}
+
+ciphers="aes128-ctr aes256-ctr aes128-gcm@openssh.com aes256-gcm@openssh.com"
+for c in $ciphers; do
     section "scp -c $c, hwaf in the client"
     start_sshd default "sshd.$c" || continue
     both_ways "up.$c" "down.$c" "$c" "scp -c $c"
     scp_ default "up.$c.ref" "$c" "$tmp/data" "root@127.0.0.1:$tmp/up" || bad "reference scp failed"
+    case $c in *gcm*) command_out "cmd.$c" "$c" "ssh -c $c, hwaf in the client" ;; esac
     stop_sshd "sshd.$c"
     carried "scp -c $c upload: client" "up.$c" "$size" ssh
     carried "scp -c $c download: client" "down.$c" "$size" ssh
+    case $c in *gcm*) carried "ssh -c $c command: client" "cmd.$c" "$size" ssh ;; esac
     untouched "scp -c $c" "up.$c.ref"
     row "scp -c $c, $mib MiB, hwaf in the client, sshd without" "$ver" "openssl.cnf (client)" \
         "up.$c" "up.$c.ref" "$size" ">= 1"
@@ -122,49 +147,86 @@ by_program() {
                     if (kv[1] == "afalg_bytes" || kv[1] == "devcrypto_bytes") b[$1] += kv[2] } }
                 END { for (n in b) printf "%s %.0f\n", n, b[n] }' | sort | paste -sd, - | sed 's/,/, /g'
 }
-for c in aes128-ctr aes256-ctr; do
-    section "scp -c $c, hwaf in the client and in sshd"
-    k0=$(kills)
-    start_sshd hwaf "sshd.hwaf.$c" 1 || continue
-    both_ways "both.$c" "both.down.$c" "$c" "scp -c $c, hwaf in sshd"
-    stop_sshd "sshd.hwaf.$c"
+# sshd_checks LABEL CIPHER DESC: no process of sshd run LABEL killed by its
+# seccomp filter (kills() before the run in $k0) or by a signal; the
+# sandboxed pre-authentication children served in software, counted and
+# logged.  Leaves sb (software bytes), fb (fallbacks), kb (kernel bytes) and
+# share (the kernel's percentage).
+sshd_checks() {
     k1=$(kills)
     if [ "$k1" = "$k0" ]; then
-        ok "scp -c $c, hwaf in sshd: no process killed by its seccomp filter"
+        ok "$3: no process killed by its seccomp filter"
     else
-        bad "scp -c $c, hwaf in sshd: $((k1 - k0)) process(es) killed with SIGSYS"
+        bad "$3: $((k1 - k0)) process(es) killed with SIGSYS"
         dmesg | grep 'sig=31' | tail -3 | sed 's/^/      /'
     fi
-    if grep -q 'terminated by signal' "$tmp/sshd.sshd.hwaf.$c.log"; then
-        bad "scp -c $c, hwaf in sshd: an sshd child died of a signal"
-        grep 'terminated by signal' "$tmp/sshd.sshd.hwaf.$c.log" | head -3 | sed 's/^/      /'
+    if grep -q 'terminated by signal' "$tmp/sshd.$1.log"; then
+        bad "$3: an sshd child died of a signal"
+        grep 'terminated by signal' "$tmp/sshd.$1.log" | head -3 | sed 's/^/      /'
     fi
-    carried "scp -c $c, hwaf in sshd: client, upload" "both.$c" "$size" ssh
-    carried "scp -c $c, hwaf in sshd: client, download" "both.down.$c" "$size" ssh
-    # The server: the session process after authentication carries both
-    # transfers through the kernel (cipher and MAC: >= 2x the payload).
-    carried "scp -c $c, hwaf in sshd: server, both transfers" "sshd.hwaf.$c" $((2 * size)) "$server"
     # The sandboxed pre-authentication children (one per connection) cannot
     # write their records; their unload lines in the debug log (a pipe)
     # give their software work and the fallbacks, logged with the reason.
-    log=$tmp/sshd.sshd.hwaf.$c.log
+    log=$tmp/sshd.$1.log
     nf=$(grep -c 'sandboxed, no kernel calls; served in software instead' "$log" || true)
-    set -- $(sed -n 's/.*unload: .* software [0-9]* ops \([0-9]*\) bytes, fallbacks [0-9]* descriptors \([0-9]*\) sandbox.*/\1 \2/p' "$log" |
+    set -- "$@" $(sed -n 's/.*unload: .* software [0-9]* ops \([0-9]*\) bytes, fallbacks [0-9]* descriptors \([0-9]*\) sandbox.*/\1 \2/p' "$log" |
         awk '$2 > 0 { sb += $1; fb += $2; n++ } END { printf "%.0f %d %d\n", sb, fb, n }')
-    sb=$1 fb=$2 nchild=$3
-    kb=$(hwaf_bytes "sshd.hwaf.$c" "$server")
-    sb=$((sb + $(hwaf_sum "sshd.hwaf.$c" "$server" software_bytes)))
+    sb=$4 fb=$5 nchild=$6
+    kb=$(hwaf_bytes "$1" "$server")
+    sb=$((sb + $(hwaf_sum "$1" "$server" software_bytes)))
     if [ "$nchild" -ge 2 ] && [ "$nf" -ge "$fb" ] && [ "$fb" -gt 0 ]; then
-        ok "scp -c $c, hwaf in sshd: $nchild sandboxed children served in software ($fb fallbacks logged, $sb bytes)"
+        ok "$3: $nchild sandboxed children served in software ($fb fallbacks logged, $sb bytes)"
     else
-        bad "scp -c $c, hwaf in sshd: sandboxed children $nchild (2 expected), fallbacks logged $nf, counted $fb"
+        bad "$3: sandboxed children $nchild (2 expected), fallbacks logged $nf, counted $fb"
         grep 'unload:\|served in software' "$log" | head -8 | sed 's/^/      /'
     fi
     share=$(awk -v k="$kb" -v s="$sb" 'BEGIN { if (k + s > 0) printf "%.2f", 100 * k / (k + s); else print 0 }')
     echo "# sshd: $kb bytes through the kernel, $sb in software ($fb fallbacks): $share % kernel;" \
-        "by program: $(by_program "sshd.hwaf.$c" "$server")"
+        "by program: $(by_program "$1" "$server")"
+}
+
+# GCM with hwaf in sshd alone: the client is the default provider's, so
+# every packet hwaf seals or opens must be the default provider's GCM.
+for c in aes128-gcm@openssh.com aes256-gcm@openssh.com; do
+    section "scp -c $c, hwaf in sshd, client without"
+    k0=$(kills)
+    start_sshd hwaf "sshd.srv.$c" 1 || continue
+    both_ways "srv.$c" "srv.down.$c" "$c" "scp -c $c, hwaf in sshd alone" default
+    command_out "srv.cmd.$c" "$c" "ssh -c $c, hwaf in sshd alone" default
+    stop_sshd "sshd.srv.$c"
+    sshd_checks "sshd.srv.$c" "$c" "scp -c $c, hwaf in sshd alone"
+    untouched "scp -c $c, the client" "srv.$c"
+    # The session processes carry both copies and the command's output
+    # through the kernel (one GCM pass: 3x the payload), less at most the
+    # last MiB of each of the three records (rewritten after every MiB: a
+    # session process ends with _exit(), docs/config.md).
+    carried "scp -c $c, hwaf in sshd alone: server, both transfers and the command" \
+        "sshd.srv.$c" $((3 * size - 3 * 1048576)) "$server"
+    # the row's time: the upload's, against the reference without hwaf
+    cp "$tmp/time.srv.$c" "$tmp/time.sshd.srv.$c"
+    row "scp -c $c, $mib MiB, hwaf in sshd, client without" "$ver" "openssl.cnf (sshd)" \
+        "sshd.srv.$c" "up.$c.ref" "$size" ">= 2" "" \
+        "sshd, both copies and an ssh command's output: $share % kernel, $(kb "$sb") in software (sandboxed pre-auth children, $fb fallbacks)"
+done
+
+for c in $ciphers; do
+    section "scp -c $c, hwaf in the client and in sshd"
+    k0=$(kills)
+    start_sshd hwaf "sshd.hwaf.$c" 1 || continue
+    both_ways "both.$c" "both.down.$c" "$c" "scp -c $c, hwaf in sshd"
+    case $c in *gcm*) command_out "both.cmd.$c" "$c" "ssh -c $c, hwaf in sshd and the client" ;; esac
+    stop_sshd "sshd.hwaf.$c"
+    carried "scp -c $c, hwaf in sshd: client, upload" "both.$c" "$size" ssh
+    carried "scp -c $c, hwaf in sshd: client, download" "both.down.$c" "$size" ssh
+    # The server: the session process after authentication carries both
+    # transfers through the kernel (CTR: cipher and MAC, GCM: one pass, and
+    # the command's output: >= 2x the payload either way).
+    carried "scp -c $c, hwaf in sshd: server, both transfers" "sshd.hwaf.$c" $((2 * size)) "$server"
+    sshd_checks "sshd.hwaf.$c" "$c" "scp -c $c, hwaf in sshd"
+    what="both copies"
+    case $c in *gcm*) what="both copies and an ssh command's output" ;; esac
     row "scp -c $c, $mib MiB, hwaf in the client and sshd" "$ver" "openssl.cnf, both ends" \
         "both.$c" "up.$c.ref" "$size" ">= 1" "" \
-        "sshd, both copies: $(mb "$kb") through the kernel, $(ppb "$kb") per payload byte (test: >= 2), $(kb "$sb") in software (sandboxed pre-auth children, $fb fallbacks): $share % kernel"
+        "sshd, $what: $(mb "$kb") through the kernel, $(ppb "$kb") per payload byte (test: >= 2), $(kb "$sb") in software (sandboxed pre-auth children, $fb fallbacks): $share % kernel"
 done
 finish
