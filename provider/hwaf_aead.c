@@ -664,7 +664,7 @@ static int aead_ready(hwaf_aead_ctx *ctx)
     if (!ctx->iv_set) {
         /* As OpenSSL's GCM does: an encryption without an IV gets a random
          * one, readable as the "iv" parameter. */
-        if (!ctx->enc || RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv, HWAF_GCM_IV, 0) <= 0) {
+        if (!ctx->enc || RAND_bytes_ex(hwaf_soft_libctx(), ctx->iv, HWAF_GCM_IV, 0) <= 0) {
             HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no IV set");
             return 0;
         }
@@ -1145,7 +1145,7 @@ static int set_tls_iv_fixed(hwaf_aead_ctx *ctx, const OSSL_PARAM *p)
     memcpy(ctx->iv, p->data, len);
     ctx->iv_done = 0;
     if (len < HWAF_GCM_IV && ctx->enc
-        && RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv + len, HWAF_GCM_IV - len, 0) <= 0) {
+        && RAND_bytes_ex(hwaf_soft_libctx(), ctx->iv + len, HWAF_GCM_IV - len, 0) <= 0) {
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tlsivfixed: no random bytes");
         return 0;
     }
