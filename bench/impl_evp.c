@@ -1,6 +1,7 @@
 /*
  * Implementations reached through OpenSSL's EVP API: the default provider,
- * the hwaf provider (per backend and hw class) and Debian's afalg engine.
+ * the hwaf provider (per backend and hw class) and Debian's afalg engine
+ * (where libcrypto has the ENGINE API: OpenSSL 4.0 removed it).
  *
  * A cipher operation is one EVP_EncryptUpdate over the buffer on a context
  * initialised once (padding off), as an application streaming data does and
@@ -18,7 +19,9 @@
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#ifndef OPENSSL_NO_ENGINE
 #include <openssl/engine.h>
+#endif
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
@@ -30,9 +33,7 @@
 static OSSL_PROVIDER *prov_default;
 static OSSL_PROVIDER *prov_hwaf;
 static char hwaf_why[BENCH_WHY_MAX] = "not loaded";
-static ENGINE *afalg_engine;
-static int afalg_engine_tried;
-static char afalg_engine_why[BENCH_WHY_MAX];
+static void afalg_engine_close(void);
 
 /* The most recent OpenSSL error as text, then the queue cleared. */
 static void last_error(char *why, size_t whylen, const char *what)
@@ -109,11 +110,7 @@ int bench_evp_init(const char *modules_dir, const char *calibration, const char 
 
 void bench_evp_cleanup(void)
 {
-    if (afalg_engine != NULL) {
-        ENGINE_finish(afalg_engine);
-        ENGINE_free(afalg_engine);
-        afalg_engine = NULL;
-    }
+    afalg_engine_close();
     if (prov_hwaf != NULL)
         OSSL_PROVIDER_unload(prov_hwaf);
     if (prov_default != NULL)
@@ -504,6 +501,20 @@ void bench_open_hwaf(bench_set *s, const bench_alg *a)
 
 /* ---- Debian's afalg engine ---- */
 
+#ifndef OPENSSL_NO_ENGINE
+static ENGINE *afalg_engine;
+static int afalg_engine_tried;
+static char afalg_engine_why[BENCH_WHY_MAX];
+
+static void afalg_engine_close(void)
+{
+    if (afalg_engine != NULL) {
+        ENGINE_finish(afalg_engine);
+        ENGINE_free(afalg_engine);
+        afalg_engine = NULL;
+    }
+}
+
 static ENGINE *get_afalg_engine(void)
 {
     if (afalg_engine_tried)
@@ -590,6 +601,17 @@ void bench_open_engine(bench_set *s, const bench_alg *a)
     inst->maxlen = 128 * 1024;
     bench_proc_crypto_driver(a->kname, a->kind, inst->driver, sizeof(inst->driver));
 }
+#else
+static void afalg_engine_close(void)
+{
+}
+
+void bench_open_engine(bench_set *s, const bench_alg *a)
+{
+    (void)a;
+    bench_set_absent(s, "engine-afalg", "this libcrypto has no ENGINE API (OPENSSL_NO_ENGINE)");
+}
+#endif
 
 /* ---- reference ---- */
 

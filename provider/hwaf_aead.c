@@ -707,7 +707,7 @@ static int aead_dinit(void *vctx, const unsigned char *key, size_t keylen,
 static int iv_random(hwaf_aead_ctx *ctx)
 {
     if (!ctx->enc || ctx->ivlen < HWAF_GCM_IV
-        || RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv, ctx->ivlen, 0) <= 0) {
+        || RAND_bytes_ex(hwaf_soft_libctx(), ctx->iv, ctx->ivlen, 0) <= 0) {
         HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_IV_LENGTH, "no IV set");
         return 0;
     }
@@ -1328,7 +1328,7 @@ static int set_tls_iv_fixed(hwaf_aead_ctx *ctx, const OSSL_PARAM *p)
     } else {
         memcpy(ctx->iv, p->data, len);
         if (ctx->enc
-            && RAND_bytes_ex(PROV(ctx)->libctx, ctx->iv + len, ctx->ivlen - len, 0) <= 0) {
+            && RAND_bytes_ex(hwaf_soft_libctx(), ctx->iv + len, ctx->ivlen - len, 0) <= 0) {
             HWAF_RAISE(PROV(ctx), HWAF_R_INVALID_PARAMETER, "tlsivfixed: no random bytes");
             return 0;
         }

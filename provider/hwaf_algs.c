@@ -15,7 +15,9 @@ static const unsigned char kat_key[64] = {
 static const unsigned char kat_iv[16] = {
     0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff
 };
-static const unsigned char kat_in[32] = "hwaf known answer test input 32\n";
+/* 32 bytes: the string without its NUL (KAT_INLEN_*) */
+static const unsigned char kat_in[] = "hwaf known answer test input 32\n";
+_Static_assert(sizeof(kat_in) - 1 == 32, "the known answers are of 32 bytes of input");
 static const unsigned char kat_abc[3] = { 'a', 'b', 'c' };
 
 
@@ -76,8 +78,8 @@ static const unsigned char kat_HMAC_SHA2_512[] =
 #define KAT_DIGEST NULL, NULL, kat_abc
 #define KAT_AEAD kat_key, kat_iv, kat_in
 #define KAT_MAC kat_key, NULL, kat_abc
-#define KAT_INLEN_CIPHER sizeof(kat_in)
-#define KAT_INLEN_AEAD sizeof(kat_in)
+#define KAT_INLEN_CIPHER (sizeof(kat_in) - 1)
+#define KAT_INLEN_AEAD (sizeof(kat_in) - 1)
 #define KAT_INLEN_MAC sizeof(kat_abc)
 #define KAT_INLEN_DIGEST sizeof(kat_abc)
 

@@ -835,7 +835,7 @@ static int tls_record(hwaf_cipher_ctx *ctx, unsigned char *out, size_t *outl,
     ctx->tlsmac = NULL;
     *outl = inl;
     if (!ctx->enc
-        && !hwaf_tls_unpad(PROV(ctx)->libctx, ctx->tlsversion, out, outl, BLK,
+        && !hwaf_tls_unpad(hwaf_soft_libctx(), ctx->tlsversion, out, outl, BLK,
                            ctx->tlsmacsize, &ctx->tlsmac)) {
         HWAF_RAISE(PROV(ctx), HWAF_R_BAD_DECRYPT, "malformed TLS record");
         return 0;

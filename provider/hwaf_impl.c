@@ -173,6 +173,13 @@ int hwaf_cipher_alg_params(const hwaf_alg *alg, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL
         && !OSSL_PARAM_set_int(p, 0))
         return 0;
+#ifdef OSSL_CIPHER_PARAM_ENCRYPT_THEN_MAC
+    /* Since OpenSSL 3.6 every cipher of the default provider says whether
+     * it is an encrypt-then-MAC composite; none of hwaf's is. */
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_ENCRYPT_THEN_MAC)) != NULL
+        && !OSSL_PARAM_set_int(p, 0))
+        return 0;
+#endif
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
         && !OSSL_PARAM_set_size_t(p, alg->keylen))
         return 0;
@@ -195,6 +202,9 @@ static const OSSL_PARAM cipher_known_gettable_params[] = {
     OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
     OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
     OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
+#ifdef OSSL_CIPHER_PARAM_ENCRYPT_THEN_MAC
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_ENCRYPT_THEN_MAC, NULL),
+#endif
     OSSL_PARAM_END
 };
 

@@ -168,7 +168,6 @@ int hwaf_config_list_has(const char *list, const char *name);
 /* One provider load (one library context). */
 typedef struct hwaf_prov_st {
     const OSSL_CORE_HANDLE *handle;
-    OSSL_LIB_CTX *libctx;
     hwaf_config cfg;
     /* Implementations offered. */
     hwaf_impl *slot[HWAF_NALGS][HWAF_NSLOTS];

@@ -14,9 +14,10 @@
  *
  * A digest the kernel does not serve here (libssl's TLS PRF asks for
  * MD5-SHA1, for instance) would make an application that prefers hwaf
- * fail.  A software HMAC (hwaf.hw=no) hands such a context to another
- * provider's HMAC in the same library context ("provider!=hwaf"); its
- * hwaf-driver then reads "none".  A hardware HMAC refuses the digest.
+ * fail.  A software HMAC (hwaf.hw=no) hands such a context to the default
+ * provider's HMAC in the software path's library context
+ * (hwaf_soft_libctx); its hwaf-driver then reads "none".  A hardware HMAC
+ * refuses the digest.
  */
 #include <stddef.h>
 #include <string.h>
@@ -199,16 +200,18 @@ static int has_name(const char *names, const char *name)
     return 0;
 }
 
-/* Hand the context to another provider's HMAC, or 0 when not allowed. */
+/* Hand the context to the default provider's HMAC (in the software path's
+ * library context), or 0 when not allowed. */
 static int go_soft(hwaf_mac_ctx *ctx)
 {
+    OSSL_LIB_CTX *lib = hwaf_soft_libctx();
     EVP_MAC *m;
 
     if (ctx->slot % 2 == 0)   /* a hardware slot: HWAF_SLOT() */
         return 0;
     if (ctx->soft != NULL)
         return 1;
-    m = EVP_MAC_fetch(ctx->prov->libctx, "HMAC", "provider!=hwaf");
+    m = lib != NULL ? EVP_MAC_fetch(lib, "HMAC", "provider=default") : NULL;
     ctx->soft = m != NULL ? EVP_MAC_CTX_new(m) : NULL;
     EVP_MAC_free(m);
     return ctx->soft != NULL;

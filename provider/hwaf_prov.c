@@ -966,22 +966,14 @@ static void describe_backends(hwaf_prov *prov)
 int hwaf_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
-    OSSL_FUNC_core_get_libctx_fn *get_libctx = NULL;
-    const OSSL_DISPATCH *d;
     hwaf_prov *prov;
 
     hwaf_err_init(in);
-    for (d = in; d->function_id != 0; d++)
-        if (d->function_id == OSSL_FUNC_CORE_GET_LIBCTX)
-            get_libctx = OSSL_FUNC_core_get_libctx(d);
-
     prov = OPENSSL_zalloc(sizeof(*prov));
     if (prov == NULL)
         return 0;
     prov->handle = handle;
     prov->verify = probe_verify;
-    if (get_libctx != NULL)
-        prov->libctx = (OSSL_LIB_CTX *)get_libctx(handle);
     if (!hwaf_config_load(handle, in, prov, &prov->cfg))
         goto err;
     if (!hwaf_fork_init()) {

@@ -57,6 +57,12 @@ static int names_have(const char *names, const char *name)
     return 0;
 }
 
+OSSL_LIB_CTX *hwaf_soft_libctx(void)
+{
+    pthread_once(&soft_once, soft_load);
+    return soft_prov != NULL ? soft_libctx : NULL;
+}
+
 int hwaf_soft_fetch(int operation_id, const char *name,
                     const OSSL_DISPATCH **fns, void **provctx)
 {

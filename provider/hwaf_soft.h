@@ -151,6 +151,16 @@ int hwaf_soft_fetch(int operation_id, const char *name,
                     const OSSL_DISPATCH **fns, void **provctx);
 /* The function of id in a dispatch table, or NULL. */
 void (*hwaf_soft_fn(const OSSL_DISPATCH *fns, int function_id))(void);
+/*
+ * The library context of the software path (the default provider loaded
+ * in it; the first call loads it), or NULL when the default provider could
+ * not be loaded: where hwaf itself needs random bytes or another
+ * provider's HMAC.  Never the application's: the core's library context
+ * may belong to another libcrypto than hwaf's (an application on
+ * libcrypto 3 loading hwaf built against OpenSSL 4.0 from the modules
+ * directory both share), and is not to be used as an OSSL_LIB_CTX.
+ */
+OSSL_LIB_CTX *hwaf_soft_libctx(void);
 
 /*
  * 1 when the default provider of the libcrypto hwaf runs with accepts a

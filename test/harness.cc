@@ -712,8 +712,12 @@ static std::string auto_filter()
  * suite loads hundreds.  So the selected tests run in several processes, one
  * after another, each creating fewer than that (googletest's sharding, one
  * shard per child).  HWAF_TEST_SHARDS sets their number (1: one process).
+ * Each child executes the program anew with the shard in its environment:
+ * googletest 1.18 takes GTEST_TOTAL_SHARDS and GTEST_SHARD_INDEX only when
+ * the program starts (older ones at RUN_ALL_TESTS).
  */
 static const int TESTS_PER_PROCESS = 40;
+static std::vector<char *> g_argv; /* main's arguments before InitGoogleTest */
 
 static int exit_code_of(int status)
 {
@@ -744,7 +748,10 @@ static int run_in_shards()
         if (pid == 0) {
             setenv("GTEST_TOTAL_SHARDS", std::to_string(n).c_str(), 1);
             setenv("GTEST_SHARD_INDEX", std::to_string(i).c_str(), 1);
-            return -1;
+            setenv("HWAF_TEST_SEED", std::to_string(hwaf_test::g_seed).c_str(), 1);
+            execv("/proc/self/exe", g_argv.data());
+            perror("hwaf-tests: execv /proc/self/exe");
+            _exit(1);
         }
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -762,6 +769,7 @@ static int run_in_shards()
 int main(int argc, char **argv)
 {
     using namespace hwaf_test;
+    g_argv.assign(argv, argv + argc + 1);
     bool has_filter = getenv("GTEST_FILTER") != nullptr;
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--gtest_filter", 14) == 0)

@@ -37,9 +37,12 @@ struct Pki {
         ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
         X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
         X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-        X509_NAME *n = X509_get_subject_name(cert);
+        /* A name of its own: OpenSSL 4.0 gives the certificate's as const. */
+        X509_NAME *n = X509_NAME_new();
         X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"hwaf", -1, -1, 0);
+        X509_set_subject_name(cert, n);
         X509_set_issuer_name(cert, n);
+        X509_NAME_free(n);
         X509_set_pubkey(cert, key);
         X509_sign(cert, key, EVP_sha256());
     }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# openvpn.sh: OpenVPN 2.6 with hwaf.
+# openvpn.sh: OpenVPN (2.6, 2.7) with hwaf.
 #   --test-crypto (AES-128-CBC and AES-256-CBC with --auth SHA256, and
 #   AES-256-GCM, OpenVPN 2.6's default data cipher) through an openssl.cnf
 #   alone and through `--providers hwaf default`; OpenVPN checks every
@@ -75,6 +75,10 @@ ip link add va netns hwafa type veth peer name vb netns hwafb &&
 mkdir -p "$tmp/www"
 head -c "$size" /dev/urandom >"$tmp/www/data"
 
+# OpenVPN 2.7 runs a tunnel without TLS (a static key) only when told so.
+static_key=
+openvpn --allow-deprecated-insecure-static-crypto --version >/dev/null 2>&1 &&
+    static_key=--allow-deprecated-insecure-static-crypto
 tunnel() { # CNF LABEL CIPHER: one tunnel, one transfer; sets $tmp/time.LABEL
     _cnf=$1 _label=$2 _c=$3
     for side in a b; do
@@ -82,7 +86,7 @@ tunnel() { # CNF LABEL CIPHER: one tunnel, one transfer; sets $tmp/time.LABEL
         if [ $side = a ]; then l=10.99.0.1 r=10.99.0.2 ifc="10.98.0.1 10.98.0.2"
         else l=10.99.0.2 r=10.99.0.1 ifc="10.98.0.2 10.98.0.1"; fi
         ip netns exec hwaf$side env OPENSSL_CONF="$tmp/$_cnf.cnf" HWAF_STATS="$tmp/stats.$_label.$side" \
-            openvpn --dev tun --ifconfig $ifc --secret "$tmp/static.key" --cipher "$_c" --auth SHA256 \
+            openvpn --dev tun --ifconfig $ifc --secret "$tmp/static.key" $static_key --cipher "$_c" --auth SHA256 \
             --proto udp --local $l --remote $r --port 1194 --verb 3 >"$tmp/vpn.$side.log" 2>&1 &
         eval "vpn_$side=\$!"
     done
