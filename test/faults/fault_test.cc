@@ -367,7 +367,8 @@ TEST_P(Faults, EveryCallEveryErrno)
     bool is_md = name.rfind("SHA", 0) == 0;
     const size_t kBig = 16384;
     std::unique_ptr<unsigned char, AlignedFree> big((unsigned char *)aligned_alloc(4096, kBig));
-    std::unique_ptr<unsigned char, AlignedFree> bigout((unsigned char *)aligned_alloc(4096, kBig + 64));
+    /* aligned_alloc takes sizes that are a multiple of the alignment only. */
+    std::unique_ptr<unsigned char, AlignedFree> bigout((unsigned char *)aligned_alloc(4096, kBig + 4096));
     Bytes rnd = random_bytes(kBig);
     memcpy(big.get(), rnd.data(), kBig);
     if (name.find("GCM") != std::string::npos || name.rfind("HMAC", 0) == 0)
