@@ -3,8 +3,10 @@
 # The default tier (tools/test, `ctest -L default`) keeps every line alive
 # with one boot each -- 6.1 AF_ALG with the reference line's whole suite,
 # /dev/crypto over the CUSE device and the CLI test in one boot, 6.12 with
-# virtio-crypto, arm64, armhf, OpenSSL 3.5 -- plus the host tests, the
-# package and docs checks, and a short sanitizer and fault pass.  Every
+# virtio-crypto, arm64, armhf, OpenSSL 3.5 and 4.0 -- plus the host tests
+# (the benchmark's statistics scripts, minutes of CPU each, only in the
+# full matrix), the package and docs checks, and a short sanitizer and
+# fault pass.  Every
 # entry is also in the full matrix (tools/test --full, label `full`: all
 # entries).  This list is the one place a tier is set; docs/testing.md's
 # table of entries is checked against it (host.tiers), and so is the
@@ -19,7 +21,7 @@
 set(HWAF_TIER_DEFAULT
   # host
   host.gtest host.cli host.docs host.package host.layers host.guest-crash host.tiers
-  bench.smoke bench.dispatch-target-stats bench.openvpn-target-stats bench.turn-order
+  bench.smoke bench.turn-order
   # the guest rig's kernels and ARM roots (fixtures)
   guest.fetch guest.fetch-arm64 guest.fetch-armhf
   # 6.1, AF_ALG and /dev/crypto over the CUSE device: one boot, every set
@@ -32,8 +34,9 @@ set(HWAF_TIER_DEFAULT
   # ARM guests
   cross.build-arm64 arm64.smoke.6.12.virtio
   cross.build-armhf armhf.smoke.6.1
-  # OpenSSL 3.5
+  # OpenSSL 3.5 and 4.0 (test/openssl-lines)
   openssl-3.5.build kernel.openssl-3.5.gtest.6.12
+  openssl-4.0.build kernel.openssl-4.0.gtest.6.12
 )
 
 # Each entry's time in the reference run (docs/testing.md's table) is its
