@@ -103,9 +103,9 @@ ok "$(wc -l <"$tmp/names") property and parameter names of include/hwaf/hwaf.h l
 
 # ---- docs/apps.md: the application table ------------------------------------
 # Written by the application tests (tools/apps-table; apps.table compares it
-# with a run): here only that it is well formed, has its three lines, and
+# with a run): here only that it is well formed, has its four lines, and
 # that every figure meets the test printed beside it.
-if "$src/tools/apps-table" --check-doc --doc "$src/docs/apps.md" 6.1 6.12 6.12/openssl-3.5 >"$tmp/apps" 2>&1; then
+if "$src/tools/apps-table" --check-doc --doc "$src/docs/apps.md" 6.1 6.12 6.12/openssl-3.5 6.12/openssl-4.0 >"$tmp/apps" 2>&1; then
     ok "$(sed -n 's/^ok   - //p' "$tmp/apps")"
 else
     bad "docs/apps.md's application table (tools/apps-table --check-doc)"
