@@ -575,6 +575,8 @@ void tls12_script(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, int en
     for (size_t i = 0; i < payload.size(); i++)
         payload[i] = (unsigned char)(i * 7 + 1);
     s.init("init", c, key.data(), nullptr, enc);
+    if (iv.size() != 12)
+        s.ctrl("ivlen", EVP_CTRL_AEAD_SET_IVLEN, (int)iv.size(), nullptr);
     s.ivgen(8);
     s.ctrl("iv-inv before a fixed IV", EVP_CTRL_GCM_SET_IV_INV, 8, iv.data() + 4);
     /* (Not longer than the IV: OpenSSL 3.0's GCM writes past its buffer
@@ -628,9 +630,9 @@ void tls12_script(const EVP_CIPHER *c, const Bytes &key, const Bytes &iv, int en
      * sealing, SET_IV_INV when opening). */
     s.update("aad after the records", true, Bytes(5, 9));
     if (enc) {
-        Bytes g = s.ivgen(12);
-        if (!known && !g.empty())
-            log.back() = "iv-gen after the records: fixed part " + tohex(g.data(), 4);
+        Bytes g = s.ivgen((int)iv.size());
+        if (!known && g.size() >= (size_t)fixed)
+            log.back() = "iv-gen after the records: fixed part " + tohex(g.data(), (size_t)fixed);
     } else {
         s.ctrl("iv-inv", EVP_CTRL_GCM_SET_IV_INV, 8, iv.data() + 4);
     }
@@ -657,36 +659,43 @@ TEST_P(GcmTls12, ControlsAndRecordsAsTheDefaultProvider)
 {
     if (!h)
         return;
-    Bytes key = random_bytes(keylen), iv = random_bytes(12);
-    for (int fixed : {-1, 4}) {
-        /* Records sealed by the default provider, opened by both; and
-         * sealed by each, the logs compared where the IV is known. */
-        std::vector<Bytes> recs_d, recs_h, unused;
-        Log sh, sd, oh, od;
-        tls12_script(h.get(), key, iv, 1, fixed, &recs_h, sh);
-        tls12_script(d.get(), key, iv, 1, fixed, &recs_d, sd);
-        EXPECT_TRUE(same_logs(sh, sd)) << GetParam() << ", sealing, fixed " << fixed;
-        tls12_script(h.get(), key, iv, 0, fixed, &recs_d, oh);
-        tls12_script(d.get(), key, iv, 0, fixed, &recs_d, od);
-        EXPECT_TRUE(same_logs(oh, od)) << GetParam() << ", opening, fixed " << fixed;
-        /* hwaf's records opened by the default provider (and its by hwaf
-         * above): the same log as when opening its own. */
-        Log ohd;
-        tls12_script(d.get(), key, iv, 0, fixed, &recs_h, ohd);
-        if (fixed == -1) {
-            EXPECT_TRUE(same_logs(ohd, od)) << GetParam() << ", hwaf's records opened by the default provider";
-        }
-        ASSERT_EQ(recs_h.size(), 4u);
-        for (size_t r = 0; r < recs_h.size(); r++) {
-            /* Each of hwaf's records opens under the default provider. */
-            CtxPtr x(EVP_CIPHER_CTX_new());
-            Bytes rec = recs_h[r];
-            ASSERT_TRUE(EVP_DecryptInit_ex2(x.get(), d.get(), key.data(), nullptr, nullptr));
-            ASSERT_GT(EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_GCM_SET_IV_FIXED, fixed, iv.data()), 0);
-            ASSERT_EQ(EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_AEAD_TLS1_AAD, 13,
-                                          tls_header(r, rec.size()).data()), 16);
-            EXPECT_EQ(EVP_Cipher(x.get(), rec.data(), rec.data(), (unsigned int)rec.size()), (int)rec.size())
-                << "fixed " << fixed << ", hwaf's record " << r << " refused by the default provider";
+    Bytes key = random_bytes(keylen);
+    /* A 16-byte IV too, its records in software: the fixed part is what
+     * the 8 bytes a record carries leave (4 of 12, 8 of 16). */
+    for (size_t ivlen : {12, 16}) {
+        for (int fixed : {-1, (int)ivlen - 8}) {
+            Bytes iv = random_bytes(ivlen);
+            /* Records sealed by the default provider, opened by both; and
+             * sealed by each, the logs compared where the IV is known. */
+            std::vector<Bytes> recs_d, recs_h;
+            Log sh, sd, oh, od;
+            tls12_script(h.get(), key, iv, 1, fixed, &recs_h, sh);
+            tls12_script(d.get(), key, iv, 1, fixed, &recs_d, sd);
+            EXPECT_TRUE(same_logs(sh, sd)) << GetParam() << ", IV of " << ivlen << " bytes, sealing, fixed " << fixed;
+            tls12_script(h.get(), key, iv, 0, fixed, &recs_d, oh);
+            tls12_script(d.get(), key, iv, 0, fixed, &recs_d, od);
+            EXPECT_TRUE(same_logs(oh, od)) << GetParam() << ", IV of " << ivlen << " bytes, opening, fixed " << fixed;
+            /* hwaf's records opened by the default provider (and its by hwaf
+             * above): the same log as when opening its own. */
+            Log ohd;
+            tls12_script(d.get(), key, iv, 0, fixed, &recs_h, ohd);
+            if (fixed == -1) {
+                EXPECT_TRUE(same_logs(ohd, od)) << GetParam() << ", hwaf's records opened by the default provider";
+            }
+            ASSERT_EQ(recs_h.size(), 4u);
+            for (size_t r = 0; r < recs_h.size(); r++) {
+                /* Each of hwaf's records opens under the default provider. */
+                CtxPtr x(EVP_CIPHER_CTX_new());
+                Bytes rec = recs_h[r];
+                ASSERT_TRUE(EVP_DecryptInit_ex2(x.get(), d.get(), key.data(), nullptr, nullptr));
+                ASSERT_GT(EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_AEAD_SET_IVLEN, (int)ivlen, nullptr), 0);
+                ASSERT_GT(EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_GCM_SET_IV_FIXED, fixed, iv.data()), 0);
+                ASSERT_EQ(EVP_CIPHER_CTX_ctrl(x.get(), EVP_CTRL_AEAD_TLS1_AAD, 13,
+                                              tls_header(r, rec.size()).data()), 16);
+                EXPECT_EQ(EVP_Cipher(x.get(), rec.data(), rec.data(), (unsigned int)rec.size()), (int)rec.size())
+                    << "IV of " << ivlen << " bytes, fixed " << fixed << ", hwaf's record " << r
+                    << " refused by the default provider";
+            }
         }
     }
 }
@@ -912,7 +921,7 @@ TEST_P(GcmIvLength, OneTo128BytesBothWays)
         return;
     for (size_t ivlen = 1; ivlen <= 128; ivlen++) {
         Bytes key = random_bytes(keylen), iv = random_bytes(ivlen), aad = random_bytes(random_size(0, 50));
-        Bytes pt = random_bytes(random_size(0, 300));
+        Bytes pt = random_bytes(random_size(1, 300));   /* some work to count */
         bool after = ivlen % 2 == 0;
         std::string what = std::string(GetParam()) + ", IV of " + std::to_string(ivlen) + " bytes set "
                            + (after ? "after" : "before") + " the key";
