@@ -41,9 +41,10 @@ row=$(awk -v l="$line" '$1 == l { print $2, $3, $4 }' "$here/openssl-lines")
 read -r suite _ ossl <<<"$row"
 # What the build and every test in the root need besides OpenSSL: the
 # host's tools/deps list for the same purposes.
+# (ccache: the builds of every clone share a compiler cache per line.)
 packages=(build-essential cmake pkg-config libgtest-dev libkcapi-dev libfuse3-dev fuse3
     openvpn openssh-server openssh-client curl iproute2 python3 procps util-linux mawk
-    diffutils ${ossl//,/ })
+    diffutils ccache ${ossl//,/ })
 
 case $what in
 root) exec "$tools/make-root" --print "$suite" "${packages[@]}" ;;
@@ -71,11 +72,18 @@ build)
     build=$(cd "$build" && pwd)
     # The build's paths (module directory, test scratch) are those inside
     # the root: /opt.  -j: what the machine has.
-    "$tools/in-root" "$root" --bind "$src:/srv" --bind "$build:/opt" --env "LINE=$line" -- sh -c '
+    # The line's compiler cache, beside the host's (tools/ccache.sh), at
+    # /mnt in the root: every clone builds at the same paths (/srv, /opt).
+    . "$src/tools/ccache.sh"
+    cc_dir=${HWAF_CCACHE_DIR:-/var/cache/hwaf-build/ccache}-openssl-$line
+    mkdir -p "$cc_dir"
+    "$tools/in-root" "$root" --bind "$src:/srv" --bind "$build:/opt" --bind "$cc_dir:/mnt" \
+        --env "LINE=$line" --env CCACHE_DIR=/mnt --env CCACHE_MAXSIZE=1G -- sh -c '
         set -e
         echo "building hwaf against $(openssl version)"
         cmake -S /srv -B /opt -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHWAF_GUEST_TESTS=OFF \
-            -DHWAF_BUILD_MAN=OFF >/opt/configure.log 2>&1 || { cat /opt/configure.log; exit 1; }
+            -DHWAF_BUILD_MAN=OFF -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+            -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/opt/configure.log 2>&1 || { cat /opt/configure.log; exit 1; }
         cmake --build /opt -j"$(nproc)" >/opt/build.log 2>&1 || { tail -n 60 /opt/build.log; exit 1; }
         if grep -E "warning:" /opt/build.log; then echo "the build against OpenSSL $LINE has warnings"; exit 1; fi
         test -f /opt/modules/hwaf.so && test -x /opt/test/hwaf-tests && test -x /opt/hwaf-info'
