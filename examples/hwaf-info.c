@@ -39,25 +39,30 @@ static unsigned char key[64], iv[16];
  * configuration's dispatch. */
 static int offload = HWAF_OFFLOAD_AUTO;
 
-/* The work hwaf handed to its kernel backends so far, both together. */
+/* The work hwaf handed to one kernel backend so far (its counters'
+ * parameter names), and to both together. */
 static OSSL_PROVIDER *hwaf_prov;
 static uint64_t work_ops, work_bytes; /* before the current check */
-static int kernel_work(uint64_t *ops, uint64_t *bytes)
+static void backend_work(const char *ops_name, const char *bytes_name,
+                         uint64_t *ops, uint64_t *bytes)
 {
-    uint64_t ao = 0, ab = 0, dop = 0, db = 0;
     OSSL_PARAM q[] = {
-        OSSL_PARAM_uint64(HWAF_PARAM_AFALG_OPS, &ao),
-        OSSL_PARAM_uint64(HWAF_PARAM_AFALG_BYTES, &ab),
-        OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_OPS, &dop),
-        OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_BYTES, &db),
+        OSSL_PARAM_uint64(ops_name, ops),
+        OSSL_PARAM_uint64(bytes_name, bytes),
         OSSL_PARAM_END
     };
 
-    if (!OSSL_PROVIDER_get_params(hwaf_prov, q))
-        return 0;
-    *ops = ao + dop;
-    *bytes = ab + db;
-    return 1;
+    *ops = *bytes = 0;
+    OSSL_PROVIDER_get_params(hwaf_prov, q);
+}
+static void kernel_work(uint64_t *ops, uint64_t *bytes)
+{
+    uint64_t dops, dbytes;
+
+    backend_work(HWAF_PARAM_AFALG_OPS, HWAF_PARAM_AFALG_BYTES, ops, bytes);
+    backend_work(HWAF_PARAM_DEVCRYPTO_OPS, HWAF_PARAM_DEVCRYPTO_BYTES, &dops, &dbytes);
+    *ops += dops;
+    *bytes += dbytes;
 }
 
 /*
@@ -67,7 +72,7 @@ static int kernel_work(uint64_t *ops, uint64_t *bytes)
  */
 static int report(const char *name, const char *driver, int ok)
 {
-    uint64_t ops = 0, bytes = 0;
+    uint64_t ops, bytes;
 
     kernel_work(&ops, &bytes);
     ops -= work_ops;
@@ -194,13 +199,15 @@ static int check_gcm(OSSL_LIB_CTX *lib, const char *name, const char *propq)
     return report(name, driver, ok && refused);
 }
 
-static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
+/* name: "HMAC-<digest>". */
+static int check_hmac(OSSL_LIB_CTX *lib, const char *name, const char *propq)
 {
+    const char *digest = name + strlen("HMAC-");
     EVP_MAC *h = EVP_MAC_fetch(lib, "HMAC", propq), *d = EVP_MAC_fetch(lib, "HMAC", "provider=default");
     EVP_MAC_CTX *ctx = h != NULL ? EVP_MAC_CTX_new(h) : NULL;
     unsigned char a[64], b[64];
     size_t la = 0, lb = 0;
-    char driver[128] = "?", label[32];
+    char driver[128] = "?";
     OSSL_PARAM mp[] = {
         OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
         OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &offload),
@@ -219,8 +226,7 @@ static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
         && EVP_MAC_final(ctx, a, &la, sizeof(a))
         && EVP_Q_mac(lib, "HMAC", "provider=default", digest, NULL, key, 32,
                      sample, sizeof(sample), b, sizeof(b), &lb) != NULL) {
-        snprintf(label, sizeof(label), "HMAC-%s", digest);
-        ok = report(label, driver, la == lb && memcmp(a, b, la) == 0);
+        ok = report(name, driver, la == lb && memcmp(a, b, la) == 0);
     }
     ERR_clear_error();
     EVP_MAC_CTX_free(ctx);
@@ -230,10 +236,6 @@ static int check_hmac(OSSL_LIB_CTX *lib, const char *digest, const char *propq)
 }
 
 /* Every check, in the order they are shown. */
-static int check_hmac_named(OSSL_LIB_CTX *lib, const char *name, const char *propq)
-{
-    return check_hmac(lib, name + strlen("HMAC-"), propq);
-}
 static const struct {
     const char *name;
     int (*fn)(OSSL_LIB_CTX *lib, const char *name, const char *propq);
@@ -245,9 +247,9 @@ static const struct {
     { "SHA1", check_digest }, { "SHA2-224", check_digest }, { "SHA2-256", check_digest },
     { "SHA2-384", check_digest }, { "SHA2-512", check_digest },
     { "AES-128-GCM", check_gcm }, { "AES-192-GCM", check_gcm }, { "AES-256-GCM", check_gcm },
-    { "HMAC-SHA1", check_hmac_named }, { "HMAC-SHA2-224", check_hmac_named },
-    { "HMAC-SHA2-256", check_hmac_named }, { "HMAC-SHA2-384", check_hmac_named },
-    { "HMAC-SHA2-512", check_hmac_named },
+    { "HMAC-SHA1", check_hmac }, { "HMAC-SHA2-224", check_hmac },
+    { "HMAC-SHA2-256", check_hmac }, { "HMAC-SHA2-384", check_hmac },
+    { "HMAC-SHA2-512", check_hmac },
 };
 
 /*
@@ -523,26 +525,12 @@ int main(int argc, char **argv)
         }
     }
     {
-        uint64_t ops = 0, bytes = 0;
-        OSSL_PARAM q[] = {
-            OSSL_PARAM_uint64(HWAF_PARAM_AFALG_OPS, &ops),
-            OSSL_PARAM_uint64(HWAF_PARAM_AFALG_BYTES, &bytes),
-            OSSL_PARAM_END
-        };
+        uint64_t ops, bytes;
 
-        OSSL_PROVIDER_get_params(hwaf, q);
+        backend_work(HWAF_PARAM_AFALG_OPS, HWAF_PARAM_AFALG_BYTES, &ops, &bytes);
         printf("work handed to AF_ALG: %llu operations, %llu bytes\n",
                (unsigned long long)ops, (unsigned long long)bytes);
-    }
-    {
-        uint64_t ops = 0, bytes = 0;
-        OSSL_PARAM q[] = {
-            OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_OPS, &ops),
-            OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_BYTES, &bytes),
-            OSSL_PARAM_END
-        };
-
-        OSSL_PROVIDER_get_params(hwaf, q);
+        backend_work(HWAF_PARAM_DEVCRYPTO_OPS, HWAF_PARAM_DEVCRYPTO_BYTES, &ops, &bytes);
         printf("work handed to /dev/crypto: %llu operations, %llu bytes\n",
                (unsigned long long)ops, (unsigned long long)bytes);
     }
