@@ -12,10 +12,13 @@
 #include <linux/if_alg.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -117,6 +120,21 @@ bool devcrypto_present()
         return false;
     close(fd);
     return true;
+}
+
+std::string devcrypto_device()
+{
+    struct stat st;
+    if (stat("/dev/crypto", &st) != 0 || !S_ISCHR(st.st_mode))
+        return "";
+    char link[96], target[PATH_MAX];
+    snprintf(link, sizeof(link), "/sys/dev/char/%u:%u/subsystem", major(st.st_rdev), minor(st.st_rdev));
+    ssize_t n = readlink(link, target, sizeof(target) - 1);
+    if (n <= 0)
+        return "unknown";
+    target[n] = '\0';
+    std::string sub = strrchr(target, '/') != nullptr ? strrchr(target, '/') + 1 : target;
+    return sub == "misc" ? "module" : sub;
 }
 
 int afalg_bind(const char *type, const char *name)

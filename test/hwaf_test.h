@@ -50,6 +50,11 @@ const Env &env();
 bool kernel_has_afalg();                 /* socket(AF_ALG) works */
 bool kernel_has_crypto_user();           /* NETLINK_CRYPTO socket opens */
 bool devcrypto_present();                /* /dev/crypto opens */
+/* What serves /dev/crypto, asked of the device itself (the subsystem of
+ * its character device in sysfs): "module" for cryptodev-linux (a misc
+ * device), "cuse" for test/cuse's server, "" when there is none, else the
+ * subsystem's name. */
+std::string devcrypto_device();
 /* Bind an AF_ALG socket of type ("skcipher"/"hash") to name; 0 or -errno. */
 int afalg_bind(const char *type, const char *name);
 

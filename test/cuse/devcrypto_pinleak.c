@@ -6,21 +6,37 @@
  * meets a read-only page, fails, falls back to copying and never releases
  * the pages it had pinned (docs/devcrypto.md).  This hashes N fresh
  * buffers of 24000 bytes (5 writable pages, then a read-only one) through
- * hwaf's devcrypto SHA2-256, unmapping each, and reports how far
+ * hwaf's devcrypto SHA2-256, its context forced to the kernel (hwaf-offload
+ * 1: the configured threshold would send such updates to software),
+ * unmapping each, and reports how many bytes reached /dev/crypto, how far
  * MemAvailable fell, and whether the digest equals the default provider's.
  * Meant for the real module (the CUSE device refuses such requests
  * outright); not a ctest entry.
  *
  *   devcrypto-pinleak MODULE_DIR [N]      (N defaults to 4000)
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <openssl/provider.h>
+
+#include "hwaf/hwaf.h"
+
+/* The bytes hwaf handed to /dev/crypto so far. */
+static unsigned long long devcrypto_bytes(OSSL_PROVIDER *prov)
+{
+    uint64_t v = 0;
+    OSSL_PARAM p[] = { OSSL_PARAM_uint64(HWAF_PARAM_DEVCRYPTO_BYTES, &v), OSSL_PARAM_END };
+
+    return OSSL_PROVIDER_get_params(prov, p) ? (unsigned long long)v : 0;
+}
 
 static long mem_available_kb(void)
 {
@@ -46,21 +62,25 @@ int main(int argc, char **argv)
     unsigned char x[32], y[32];
     unsigned int l;
     long before, after, count = argc > 2 ? atol(argv[2]) : 4000, i;
-    int ok = 1;
+    int ok = 1, one = 1;
+    OSSL_PARAM force[] = { OSSL_PARAM_int(HWAF_PARAM_OFFLOAD, &one), OSSL_PARAM_END };
+    OSSL_PROVIDER *prov;
+    unsigned long long sent;
 
     if (argc < 2 || lib == NULL || a == NULL || b == NULL) {
         fprintf(stderr, "usage: %s MODULE_DIR [N]\n", argv[0]);
         return 2;
     }
     OSSL_PROVIDER_set_default_search_path(lib, argv[1]);
-    if (OSSL_PROVIDER_load(lib, "hwaf") == NULL || OSSL_PROVIDER_load(lib, "default") == NULL)
+    if ((prov = OSSL_PROVIDER_load(lib, "hwaf")) == NULL || OSSL_PROVIDER_load(lib, "default") == NULL)
         return 2;
     h = EVP_MD_fetch(lib, "SHA2-256", "provider=hwaf,hwaf.backend=devcrypto");
     d = EVP_MD_fetch(lib, "SHA2-256", "provider=default");
-    if (h == NULL || d == NULL || !EVP_DigestInit_ex2(a, h, NULL) || !EVP_DigestInit_ex2(b, d, NULL)) {
+    if (h == NULL || d == NULL || !EVP_DigestInit_ex2(a, h, force) || !EVP_DigestInit_ex2(b, d, NULL)) {
         fprintf(stderr, "no SHA2-256 through hwaf's devcrypto backend\n");
         return 2;
     }
+    sent = devcrypto_bytes(prov);
     before = mem_available_kb();
     for (i = 0; i < count; i++) {
         unsigned char *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
@@ -82,9 +102,15 @@ int main(int argc, char **argv)
     ok &= EVP_DigestFinal_ex(a, x, &l);
     EVP_DigestFinal_ex(b, y, &l);
     after = mem_available_kb();
-    printf("%ld updates of %zu bytes: %s; MemAvailable fell by %ld kB\n", count, n,
+    sent = devcrypto_bytes(prov) - sent;
+    printf("%ld updates of %zu bytes, %llu bytes to /dev/crypto: %s; MemAvailable fell by %ld kB\n",
+           count, n, sent,
            !ok ? "hwaf failed" : memcmp(x, y, 32) == 0 ? "digest matches the default provider's"
                                                      : "WRONG digest",
            before - after);
+    if (sent < (unsigned long long)count * n - 64) {
+        fprintf(stderr, "the updates did not reach /dev/crypto\n");
+        return 1;
+    }
     return ok && memcmp(x, y, 32) == 0 ? 0 : 1;
 }
