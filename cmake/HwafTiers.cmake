@@ -25,7 +25,8 @@ set(HWAF_TIER_DEFAULT
   # the guest rig's kernels and ARM roots (fixtures)
   guest.fetch guest.fetch-arm64 guest.fetch-armhf
   # 6.1, AF_ALG and /dev/crypto over the CUSE device: one boot, every set
-  kernel.suite.6.1
+  # (OpenSSL's evp_test data among them, built by evp-data.build)
+  evp-data.build kernel.suite.6.1
   kernel.package.6.1
   # 6.12 with virtio-crypto
   kernel.virtio.6.12.virtio

@@ -6,7 +6,8 @@
 # Usage: test/openssl-line.sh LINE build BUILD_DIR
 #          make the line's root (or find it made), then configure and build
 #          hwaf in it: the source bound at /srv, BUILD_DIR at /opt (on the
-#          host; the ctest fixture openssl-LINE.build)
+#          host; the ctest fixture openssl-LINE.build); and the line's own
+#          evp_test with its data (test/evp-data.sh: BUILD_DIR/evp-data)
 #        test/openssl-line.sh LINE run BUILD_DIR -- CMD [ARGS...]
 #          run CMD chrooted into the root with that build (in the guest:
 #          the ctest entries kernel.openssl-LINE.*), with
@@ -87,6 +88,8 @@ build)
         cmake --build /opt -j"$(nproc)" >/opt/build.log 2>&1 || { tail -n 60 /opt/build.log; exit 1; }
         if grep -E "warning:" /opt/build.log; then echo "the build against OpenSSL $LINE has warnings"; exit 1; fi
         test -f /opt/modules/hwaf.so && test -x /opt/test/hwaf-tests && test -x /opt/hwaf-info'
+    # OpenSSL's own evp_test and data of this line (test/evp-data.sh).
+    bash "$src/test/evp-data.sh" build "$build/evp-data" "$root"
     ;;
 run)
     [ "${1:-}" != -- ] || shift
