@@ -21,7 +21,7 @@
 # Environment: HWAF_MODULE_DIR (hwaf.so), OPENSSL (default: openssl).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-doc=$here/../../docs/migrate.md
+doc=$here/../docs/migrate.md
 moddir=${HWAF_MODULE_DIR:?HWAF_MODULE_DIR names the directory of hwaf.so}
 openssl=${OPENSSL:-openssl}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/migrate.XXXXXX") || exit 1
