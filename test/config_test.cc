@@ -305,19 +305,6 @@ uint64_t backend_ops(const LibCtx &lib)
     return v;
 }
 
-/* The hwaf-request-max line of one implementation ("" when none). */
-std::string request_line(const LibCtx &lib, const std::string &name, const std::string &backend)
-{
-    std::string text;
-    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_REQUEST_MAX, &text)) << HWAF_PARAM_REQUEST_MAX;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(name + " " + backend + " ", 0) == 0)
-            return line;
-    return "";
-}
-
 } // namespace
 
 class RequestMax : public KernelTest {};

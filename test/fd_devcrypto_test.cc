@@ -33,7 +33,6 @@
 #include "hwaf_test.h"
 
 #include <fstream>
-#include <sstream>
 #include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -65,6 +64,19 @@ protected:
         ASSERT_EQ(env().backend, "devcrypto")
             << "run with HWAF_TEST_BACKEND=devcrypto under test/cuse/with-devcrypto";
         ASSERT_TRUE(devcrypto_present()) << "/dev/crypto does not open";
+    }
+    /* hwaf's /dev/crypto counters: requests and bytes. */
+    uint64_t ops()
+    {
+        uint64_t v = 0;
+        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_OPS, &v));
+        return v;
+    }
+    uint64_t bytes()
+    {
+        uint64_t v = 0;
+        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_BYTES, &v));
+        return v;
     }
 };
 
@@ -283,16 +295,6 @@ TEST_F(DevcryptoCounters, OneIoctlIsOneOperation)
     need_cipher("AES-128-CBC", &ch, &cd);
     if (!h || !ch)
         return;
-    auto ops = [&]() {
-        uint64_t v = 0;
-        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_OPS, &v));
-        return v;
-    };
-    auto bytes = [&]() {
-        uint64_t v = 0;
-        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_BYTES, &v));
-        return v;
-    };
     /* A short message: held back, sent with the final in one CIOCCRYPT. */
     MdCtxPtr m(EVP_MD_CTX_new());
     ASSERT_TRUE(EVP_DigestInit_ex2(m.get(), h.get(), nullptr));
@@ -609,29 +611,6 @@ protected:
             << "needs the cryptodev-linux module (docs/testing.md); the CUSE device's runs leave "
                "DevcryptoModule* out (HWAF_FILTER_DEVCRYPTO)";
     }
-    uint64_t ops()
-    {
-        uint64_t v = 0;
-        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_OPS, &v));
-        return v;
-    }
-    uint64_t bytes()
-    {
-        uint64_t v = 0;
-        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_DEVCRYPTO_BYTES, &v));
-        return v;
-    }
-    /* The hwaf-request-max line of one /dev/crypto implementation. */
-    std::string request_line(const std::string &name)
-    {
-        std::string text, line;
-        EXPECT_TRUE(lib_->prov_param(HWAF_PARAM_REQUEST_MAX, &text));
-        std::istringstream in(text);
-        while (std::getline(in, line))
-            if (line.rfind(name + " devcrypto ", 0) == 0)
-                return line;
-        return "";
-    }
     /* kB of MemFree in /proc/meminfo. */
     static long mem_free_kb()
     {
@@ -684,7 +663,7 @@ TEST_F(DevcryptoModule, ProbeLimitsFollowTheModulesSessionInfo)
         const struct alg_info &ai = c.hash ? info.hash_info : info.cipher_info;
         std::string driver(ai.cra_driver_name, strnlen(ai.cra_driver_name, sizeof(ai.cra_driver_name)));
         bool engine = (info.flags & SIOP_FLAG_KERNEL_DRIVER_ONLY) != 0;
-        std::string line = request_line(c.name);
+        std::string line = request_line(*lib_, c.name, "devcrypto");
         ASSERT_FALSE(line.empty()) << c.name << " is not offered over /dev/crypto";
         std::string want = std::string(c.name) + " devcrypto " + driver + " request_max="
                            + (engine ? "65536" : "unlimited") + " source=default";

@@ -122,6 +122,18 @@ bool devcrypto_present()
     return true;
 }
 
+std::string request_line(const LibCtx &lib, const std::string &name, const std::string &backend)
+{
+    std::string text;
+    EXPECT_TRUE(lib.prov_param(HWAF_PARAM_REQUEST_MAX, &text)) << HWAF_PARAM_REQUEST_MAX;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(name + " " + backend + " ", 0) == 0)
+            return line;
+    return "";
+}
+
 std::string devcrypto_device()
 {
     struct stat st;

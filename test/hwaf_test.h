@@ -156,6 +156,9 @@ struct Counts {
     uint64_t sw_ops = 0, sw_bytes = 0, k_ops = 0, k_bytes = 0;
 };
 Counts counts(const LibCtx &lib);
+/* The hwaf-request-max line of one implementation over backend ("" when
+ * none). */
+std::string request_line(const LibCtx &lib, const std::string &name, const std::string &backend);
 
 /* ---- algorithms ------------------------------------------------------- */
 
