@@ -59,33 +59,30 @@ EOF
     exec 9>"$cache/.lock"
     flock 9
     # The installed version's source, else the newest of the line the
-    # registry serves (it serves each suite's own version, not every update).
+    # registry serves (it serves each suite's own version, not every update):
+    # one cached already, else the first that downloads.
+    candidates() {
+        echo "$ver"
+        apt-cache "${apt[@]}" showsrc openssl 2>/dev/null | sed -n 's/^Version: //p' | grep "^$line\." | sort -Vr
+    }
+    upstream() { local u=${1%-*}; echo "${u#*:}"; }
     have=
-    for v in "$ver" $(apt-cache "${apt[@]}" showsrc openssl 2>/dev/null |
-        sed -n 's/^Version: //p' | grep "^$line\." | sort -Vr); do
-        local up=${v%-*}
-        up=${up#*:}
-        if [ -f "$cache/openssl-$up/.complete" ]; then
-            have=$up
-            break
-        fi
+    for v in $(candidates); do
+        [ -f "$cache/openssl-$(upstream "$v")/.complete" ] && { have=$(upstream "$v"); break; }
     done
     if [ -z "$have" ]; then
         apt-get "${apt[@]}" update >/dev/null 2>&1 || fail "apt-get update (deb-src) failed"
-        for v in "$ver" $(apt-cache "${apt[@]}" showsrc openssl | sed -n 's/^Version: //p' |
-            grep "^$line\." | sort -Vr); do
-            local up=${v%-*}
-            up=${up#*:}
-            if (cd "$cache" && apt-get "${apt[@]}" source --download-only "openssl=$v" >/dev/null 2>&1) ||
-                [ -f "$cache/openssl_$up.orig.tar.gz" ]; then
-                [ -f "$cache/openssl_$up.orig.tar.gz" ] || continue
-                rm -rf "$cache/openssl-$up"
-                tar -C "$cache" -xzf "$cache/openssl_$up.orig.tar.gz"
-                rm -f "$cache/openssl_$up"* "$cache/openssl_${v#*:}"*
-                : >"$cache/openssl-$up/.complete"
-                have=$up
-                break
-            fi
+        for v in $(candidates); do
+            local up
+            up=$(upstream "$v")
+            (cd "$cache" && apt-get "${apt[@]}" source --download-only "openssl=$v") >/dev/null 2>&1 || true
+            [ -f "$cache/openssl_$up.orig.tar.gz" ] || continue
+            rm -rf "$cache/openssl-$up"
+            tar -C "$cache" -xzf "$cache/openssl_$up.orig.tar.gz"
+            rm -f "$cache/openssl_$up"*
+            : >"$cache/openssl-$up/.complete"
+            have=$up
+            break
         done
     fi
     flock -u 9
