@@ -29,6 +29,7 @@
  */
 #include "hwaf_test.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,6 +160,49 @@ struct Steps {
     return ::testing::AssertionFailure() << s.str();
 }
 
+/* The child's log and pipe, for the fatal-signal handler below */
+const Log *child_log;
+int child_fd = -1;
+
+void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/*
+ * A child that dies of a signal still sends the lines it logged, then the
+ * signal and the faulting address, so a failure names the step it reached.
+ * Only write() and the log's existing bytes are touched.
+ */
+void child_fatal(int sig, siginfo_t *si, void *)
+{
+    if (child_log != nullptr && child_fd >= 0) {
+        for (const std::string &line : *child_log) {
+            write_all(child_fd, line.data(), line.size());
+            write_all(child_fd, "\n", 1);
+        }
+        char b[64] = "signal ";
+        size_t n = strlen(b);
+        b[n++] = (char)('0' + sig / 10);
+        b[n++] = (char)('0' + sig % 10);
+        memcpy(b + n, " at 0x", 6);
+        n += 6;
+        uintptr_t a = (uintptr_t)si->si_addr;
+        for (int i = (int)sizeof(a) * 2 - 1; i >= 0; i--)
+            b[n++] = "0123456789abcdef"[(a >> (4 * i)) & 0xf];
+        b[n++] = '\n';
+        write_all(child_fd, b, n);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /*
  * f in a child after fork(): its log lines come back through a pipe and are
  * appended to log, followed by how the child ended.
@@ -174,6 +218,14 @@ void in_child(Log &log, const std::function<void(Log &)> &f)
     if (pid == 0) {
         close(p[0]);
         Log l;
+        child_log = &l;
+        child_fd = p[1];
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = child_fatal;
+        sa.sa_flags = SA_SIGINFO;
+        for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE})
+            sigaction(sig, &sa, nullptr);
         f(l);
         std::string s;
         for (const std::string &line : l)
