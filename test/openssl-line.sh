@@ -20,7 +20,8 @@
 #          print the root's directory (made when needed)
 #        test/openssl-line.sh LINE apps KERNEL APP...
 #          (inside the root, under run) the application tests
-#          test/apps/APP.sh one after the other in one guest boot, each to
+#          test/apps/APP.sh one after the other in one guest boot, each in
+#          both modes (HWAF_APPS_MODE forced, then shipped), each to
 #          its end whatever the others did, scratch data on the guest's
 #          tmpfs, their table rows labelled KERNEL (the guest's kernel
 #          line); fails when one failed
@@ -31,7 +32,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
 tools=$src/tools/guest
 
-usage() { sed -n '2,27s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 2; }
 [ $# -ge 2 ] || usage
 line=$1 what=$2
 shift 2
@@ -55,8 +56,10 @@ apps)
     shift
     rc=0
     for app in "$@"; do
-        echo "## test/apps/$app.sh"
-        HWAF_GUEST=1 HWAF_GUEST_KERNEL=$kernel sh "$src/test/apps/$app.sh" || rc=1
+        for mode in forced shipped; do
+            echo "## test/apps/$app.sh ($mode)"
+            HWAF_GUEST=1 HWAF_GUEST_KERNEL=$kernel HWAF_APPS_MODE=$mode sh "$src/test/apps/$app.sh" || rc=1
+        done
     done
     exit $rc
     ;;

@@ -1,19 +1,16 @@
 #!/bin/sh
 # openvpn.sh: OpenVPN (2.6, 2.7) with hwaf.
 #   --test-crypto (AES-128-CBC and AES-256-CBC with --auth SHA256, and
-#   AES-256-GCM, OpenVPN 2.6's default data cipher) through an openssl.cnf
-#   alone and through `--providers hwaf default`; OpenVPN checks every
-#   decrypted packet itself and fails on a mismatch.  With CBC, the kernel's
+#   AES-256-GCM, OpenVPN 2.6's default data cipher) through the system's
+#   openssl.cnf (lib.sh) and through `--providers hwaf default` with an
+#   OPENSSL_CONF that only declares hwaf; OpenVPN checks every decrypted
+#   packet itself and fails on a mismatch.  With CBC, forced, the kernel's
 #   share of --auth SHA256 is checked apart (mac_bytes of HWAF_STATS).
 #   A real tunnel (static key, UDP over a veth pair) between two network
 #   namespaces, hwaf in both OpenVPN processes, moving a file over HTTP.
-# Needs root (network namespaces); runs in a private mount namespace with a
-# tmpfs on /run (the guest's root is read-only).  HWAF_APPS_VPN_MIB sets the
-# size of the file (default 2), HWAF_APPS_VPN_MTU the --tun-mtu of
-# --test-crypto (which encrypts one packet of each size up to it).
-if [ -z "${HWAF_APPS_UNSHARED:-}" ]; then
-    HWAF_APPS_UNSHARED=1 exec unshare -m sh -c 'mount -t tmpfs tmpfs /run && exec sh "$0"' "$0"
-fi
+# Needs root (network namespaces).  HWAF_APPS_VPN_MIB sets the size of the
+# file (default 2), HWAF_APPS_VPN_MTU the --tun-mtu of --test-crypto (which
+# encrypts one packet of each size up to it).
 . "$(dirname "$0")/lib.sh"
 need openvpn ip python3 curl cmp
 mtu=${HWAF_APPS_VPN_MTU:-400}
@@ -41,10 +38,10 @@ tc() { # CNF LABEL CIPHER [ARGS]: openvpn --test-crypto
     fi
 }
 for c in AES-128-CBC AES-256-CBC AES-256-GCM; do
-    section "--test-crypto $c, openssl.cnf"
+    section "--test-crypto $c, system-wide"
     tc hwaf "tc.$c" "$c"
-    carried "--test-crypto $c (openssl.cnf)" "tc.$c" "$((2 * payload))" openvpn
-    case $c in *-CBC) # --auth SHA256: the HMAC share, apart from the cipher's
+    carried "--test-crypto $c (system-wide)" "tc.$c" "$((2 * payload))" openvpn
+    case $apps_mode:$c in forced:*-CBC) # --auth SHA256: the HMAC share, apart from the cipher's
         _m=$(hwaf_sum "tc.$c" openvpn mac_bytes)
         if [ "$_m" -ge "$payload" ]; then
             ok "--test-crypto $c: HMAC-SHA256 of $_m bytes in the kernel (>= $payload)"
@@ -54,11 +51,12 @@ for c in AES-128-CBC AES-256-CBC AES-256-GCM; do
     esac
     tc default "tc.$c.ref" "$c"
     untouched "--test-crypto $c" "tc.$c.ref"
-    row "openvpn --test-crypto --cipher $c --auth SHA256 --tun-mtu $mtu" "$ver" "openssl.cnf" \
+    row "openvpn --test-crypto --cipher $c --auth SHA256 --tun-mtu $mtu" "$ver" "" \
         "tc.$c" "tc.$c.ref" 0 ">= $payload_mb"
     section "--test-crypto $c, --providers hwaf default"
-    # an openssl.cnf that loads no provider: OpenVPN loads them, in this order
-    OPENSSL_MODULES=$moddir tc empty "tc.$c.prov" "$c" --providers hwaf default
+    # an openssl.cnf that activates no provider: OpenVPN loads them, in
+    # this order, hwaf with the keys the file declares for it
+    tc providers "tc.$c.prov" "$c" --providers hwaf default
     carried "--test-crypto $c (--providers hwaf default)" "tc.$c.prov" "$((2 * payload))" openvpn
     row "openvpn --test-crypto --cipher $c --auth SHA256 --tun-mtu $mtu" "$ver" \
         "--providers hwaf default" "tc.$c.prov" "tc.$c.ref" 0 ">= $payload_mb"
@@ -85,7 +83,7 @@ tunnel() { # CNF LABEL CIPHER: one tunnel, one transfer; sets $tmp/time.LABEL
         rm -rf "$tmp/stats.$_label.$side"; mkdir -p "$tmp/stats.$_label.$side"
         if [ $side = a ]; then l=10.99.0.1 r=10.99.0.2 ifc="10.98.0.1 10.98.0.2"
         else l=10.99.0.2 r=10.99.0.1 ifc="10.98.0.2 10.98.0.1"; fi
-        ip netns exec hwaf$side env OPENSSL_CONF="$tmp/$_cnf.cnf" HWAF_STATS="$tmp/stats.$_label.$side" \
+        ip netns exec hwaf$side env $(cnf_env "$_cnf") HWAF_STATS="$tmp/stats.$_label.$side" \
             openvpn --dev tun --ifconfig $ifc --secret "$tmp/static.key" $static_key --cipher "$_c" --auth SHA256 \
             --proto udp --local $l --remote $r --port 1194 --verb 3 >"$tmp/vpn.$side.log" 2>&1 &
         eval "vpn_$side=\$!"
@@ -124,5 +122,5 @@ carried "tunnel: receiving end" vpn.b "$size" openvpn
 tunnel default vpn.ref AES-256-CBC
 untouched "tunnel" vpn.ref
 row "openvpn tunnel, static key, AES-256-CBC + SHA256, 2 namespaces, $mib MiB" "$ver" \
-    "openssl.cnf, both ends" vpn vpn.ref "$size" ">= 2"
+    "both ends" vpn vpn.ref "$size" ">= 2"
 finish
